@@ -3,6 +3,8 @@ database per test, and the real bundled embedding model."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -26,12 +28,24 @@ def corpus(name: str) -> Path:
     return path
 
 
+@pytest.fixture
+def server_tmp():
+    """A folder the embedded server's system user can reach. pytest's own tmp root is kept at
+    mode 0700 (and reset so by every pytest run), which the server, running as another user,
+    cannot enter."""
+    path = Path(tempfile.mkdtemp(prefix="pgcite-test-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
-def pg_home(tmp_path_factory: pytest.TempPathFactory):
-    home = tmp_path_factory.mktemp("pgcite-home")
+def pg_home():
+    home = Path(tempfile.mkdtemp(prefix="pgcite-test-home-"))
     server.start(home)
     yield home
     server.stop(home)
+    shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -103,11 +103,10 @@ def test_filtered_search_returns_a_full_k_when_the_filter_matches_one_percent(se
         assert [h.id for h in hits] == [i for (i,) in exact]
 
 
-def test_server_without_pgvector_is_one_clear_line(admin_dsn: str, database_url: str, tmp_path: Path):
+def test_server_without_pgvector_is_one_clear_line(database_url: str, server_tmp: Path):
     # A real PostgreSQL 18 refusal: point extension_control_path at a folder without pgvector.
-    empty = tmp_path / "no-extensions"
+    empty = server_tmp / "no-extensions"
     (empty / "extension").mkdir(parents=True)
-    os.chmod(tmp_path, 0o755)
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(sql.SQL("ALTER DATABASE {} SET extension_control_path = {}").format(
             sql.Identifier(conn.info.dbname), sql.Literal(str(empty))))
@@ -140,8 +139,8 @@ def test_closed_port_and_missing_database_are_one_clear_line(database_url: str):
         Store.open(Settings(database_url=make_conninfo(database_url, dbname="no_such_db")))
 
 
-def test_embedded_server_recovers_after_sigkill(tmp_path: Path):
-    home = tmp_path / "home"
+def test_embedded_server_recovers_after_sigkill(server_tmp: Path):
+    home = server_tmp / "home"
     try:
         with Store.open(Settings(home=home)) as store:
             store.bind_model("m", 16)

@@ -11,6 +11,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from .chunking import Tokenizer, load_tokenizer
 from .config import LOCAL_MODEL, Settings
 from .errors import EmbeddingError
 
@@ -45,17 +46,11 @@ class _TokenCounting:
     tokenizer_json: Path
 
     @cached_property
-    def _tokenizer(self):
-        from tokenizers import Tokenizer
-
-        tokenizer = Tokenizer.from_file(str(self.tokenizer_json))
-        # The bundled tokenizer.json pads to 128 and truncates: counting needs neither.
-        tokenizer.no_padding()
-        tokenizer.no_truncation()
-        return tokenizer
+    def tokenizer(self) -> Tokenizer:
+        return load_tokenizer(self.tokenizer_json)
 
     def count_tokens(self, text: str) -> int:
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        return self.tokenizer.count(text)
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:

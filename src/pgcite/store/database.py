@@ -272,7 +272,7 @@ class Store:
             "SELECT DISTINCT ON (embed_hash) embed_hash, embedding FROM chunks WHERE embed_hash = ANY(%s)",
             (list(hashes),),
         ).fetchall()
-        return {bytes(h): np.asarray(v, dtype=np.float32) for h, v in rows}
+        return {bytes(h): v.to_numpy().astype(np.float32) for h, v in rows}
 
     def replace_document(
         self, source: str, path: str, title: str, url: str, checksum: str, chunks: Sequence[ChunkRow]
