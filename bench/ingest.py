@@ -23,7 +23,7 @@ from pathlib import Path
 from pgcite.chunking import chunk_by_headings
 from pgcite.config import Settings
 from pgcite.embedding import LocalEmbedder
-from pgcite.ingest import chunk_budget, ingest
+from pgcite.ingest import chunk_budget, ingest, open_location
 from pgcite.markdown import parse
 from pgcite.sources import Document, open_source
 from pgcite.store import Store, server
@@ -68,15 +68,16 @@ def run(corpus: Path, work: Path) -> int:
     raw = statistics.median(passes)
 
     with Store.open(settings) as store:
-        first = ingest(str(docs_dir), source_name="marten", base_url="https://martendb.io/", settings=settings,
-                       store=store, embedder=embedder)
+        def run_ingest():
+            return ingest(open_location(str(docs_dir), settings), source_name="marten",
+                          base_url="https://martendb.io/", settings=settings, store=store, embedder=embedder)
+
+        first = run_ingest()
         e2e = first.chunks_embedded / first.seconds
-        unchanged = ingest(str(docs_dir), source_name="marten", base_url="https://martendb.io/",
-                           settings=settings, store=store, embedder=embedder)
+        unchanged = run_ingest()
         target = docs_dir / "documents" / "pgvector.md"
-        target.write_text(target.read_text().replace("pgvector", "pgvector (edited)", 1))
-        edited = ingest(str(docs_dir), source_name="marten", base_url="https://martendb.io/", settings=settings,
-                        store=store, embedder=embedder)
+        target.write_text(target.read_text().replace("## Installation\n", "## Installation\n\nFirst, read this.\n", 1))
+        edited = run_ingest()
 
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"corpus: {corpus} ({first.new} files, {len(texts)} chunks, {len(first.skipped)} skipped)")

@@ -13,7 +13,7 @@ import pytest
 from pgcite.config import Settings
 from pgcite.embedding import OpenAIEmbedder
 from pgcite.errors import EmbeddingError, ModelMismatchError
-from pgcite.ingest import ingest, published_url
+from pgcite.ingest import ingest, open_location, published_url
 from pgcite.retrieval import search
 from pgcite.store import Store
 from tests.fake_openai import FakeOpenAI, closed_port
@@ -61,8 +61,8 @@ def _write_docs(root: Path) -> Path:
 
 def _run(settings: Settings, embedder, root: Path, name: str = "w", base_url: str = "https://w.dev/"):
     with Store.open(settings) as store:
-        report = ingest(str(root), source_name=name, base_url=base_url, settings=settings, store=store,
-                        embedder=embedder)
+        report = ingest(open_location(str(root), settings), source_name=name, base_url=base_url,
+                        settings=settings, store=store, embedder=embedder)
         rows = store.conn.execute("SELECT id, content FROM chunks ORDER BY id").fetchall()
     return report, dict(rows)
 

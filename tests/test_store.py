@@ -156,3 +156,30 @@ def test_embedded_server_recovers_after_sigkill(server_tmp: Path):
         assert server.running_pid(home) not in (None, pid)
     finally:
         server.stop(home)
+
+
+def test_a_select_only_role_can_search_an_up_to_date_database(database_url: str):
+    rng = np.random.default_rng(3)
+    with Store.open(Settings(database_url=database_url)) as store:
+        store.bind_model("m", 16)
+        store.upsert_source("s", "/docs", "")
+        store.replace_document("s", "a.md", "A", "", "c", _rows("s:a.md", 3, rng))
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS pgcite_viewer; CREATE ROLE pgcite_viewer LOGIN")
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO pgcite_viewer")
+    try:
+        viewer = Settings(database_url=make_conninfo(database_url, user="pgcite_viewer"))
+        with Store.open(viewer, read_only=True) as store:
+            hits = store.search_vector(rng.standard_normal(16).astype(np.float32), 2)
+        assert len(hits) == 2
+    finally:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute("DROP OWNED BY pgcite_viewer; DROP ROLE pgcite_viewer")
+
+
+def test_a_model_too_wide_for_the_index_is_refused_before_anything_is_stored(settings: Settings):
+    with Store.open(settings) as store:
+        with pytest.raises(StoreError, match=r"3072-dimensional.*at most 2000"):
+            store.bind_model("text-embedding-3-large", 3072)
+        assert store.stored_model() is None

@@ -11,13 +11,14 @@ from typing import Annotated, Optional
 import psycopg
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from .config import Settings, load_settings
 from .errors import PgciteError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cited answers from your documentation.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Cited answers from your documentation.")
 sources_app = typer.Typer(help="List or remove ingested sources.", invoke_without_command=True)
 app.add_typer(sources_app, name="sources")
 
@@ -47,13 +48,14 @@ def ingest(
     """Read Markdown, chunk it, embed it and store it. Re-running only does what changed."""
     from .embedding import make_embedder
     from .ingest import ingest as run_ingest
-    from .sources import DEFAULT_EXCLUDE
+    from .ingest import open_location
     from .store import Store
 
     settings = _settings()
     if chunk_tokens is not None:
         settings = dataclasses.replace(settings, chunk_tokens=chunk_tokens)
     name = source or _default_source_name(location)
+    reader = open_location(location, settings, exclude or ())
     embedder = make_embedder(settings)
     with Store.open(settings) as store, Progress(
         SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -64,13 +66,11 @@ def ingest(
         def advance(path: str) -> None:
             progress.update(task, advance=1, path=path)
 
-        report = run_ingest(
-            location, source_name=name, base_url=base_url, settings=settings, store=store, embedder=embedder,
-            exclude=(*DEFAULT_EXCLUDE, *(exclude or ())), progress=advance,
-        )
+        report = run_ingest(reader, source_name=name, base_url=base_url, settings=settings, store=store,
+                            embedder=embedder, progress=advance)
     for skipped in report.skipped:
-        err.print(f"[yellow]skipped[/] {skipped.path}: {skipped.reason}")
-    out.print(report.summary())
+        err.print(f"[yellow]skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}")
+    out.print(escape(report.summary()))
 
 
 @app.command()
@@ -96,10 +96,11 @@ def search(
         out.print("No sections found." + (f" Is {source!r} an ingested source? See `pgcite sources`." if source else ""))
         return
     for rank, hit in enumerate(hits, start=1):
-        out.print(f"[bold]{rank}. {hit.breadcrumb}[/]  [dim](score {hit.score:.3f})[/]")
-        out.print(f"   [cyan]{hit.url or hit.source + ':' + hit.path}[/]")
+        # Document text is data: escape it so "[link](url)" is not read as console markup.
+        out.print(f"[bold]{rank}. {escape(hit.breadcrumb)}[/]  [dim](score {hit.score:.3f})[/]")
+        out.print(f"   [cyan]{escape(hit.url or hit.source + ':' + hit.path)}[/]")
         preview = " ".join(hit.content.split())
-        out.print(f"   {preview[:300]}{'…' if len(preview) > 300 else ''}\n")
+        out.print(f"   {escape(preview[:300])}{'…' if len(preview) > 300 else ''}\n")
 
 
 @app.command()
@@ -114,7 +115,7 @@ def status() -> None:
         rows = store.list_sources()
         index = store.has_vector_index()
         chunks = store.chunk_count()
-    out.print(f"database: {store.where} (PostgreSQL {pg}, pgvector {vector})")
+    out.print(f"database: {escape(store.where)} (PostgreSQL {pg}, pgvector {vector})")
     out.print("model:    " + (f"{model[0]} ({model[1]} dims)" if model else "none yet (nothing ingested)"))
     out.print(f"stored:   {len(rows)} sources, {sum(r.documents for r in rows)} documents, {chunks} chunks; "
               f"vector index {'built' if index else 'not built'}")
@@ -132,10 +133,9 @@ def sources_list(ctx: typer.Context) -> None:
     if not rows:
         out.print("No sources yet. Add one with `pgcite ingest FOLDER --source NAME`.")
         return
-    table = Table("name", "location", "base URL", "documents", "chunks", "updated")
     for r in rows:
-        table.add_row(r.name, r.location, r.base_url or "-", str(r.documents), str(r.chunks), r.updated_at)
-    out.print(table)
+        out.print(f"[bold]{escape(r.name)}[/]  {r.documents} documents, {r.chunks} chunks  "
+                  f"from {escape(r.location)}  links {escape(r.base_url or '-')}  updated {r.updated_at}")
 
 
 @sources_app.command("remove")
@@ -146,7 +146,7 @@ def sources_remove(name: Annotated[str, typer.Argument(help="The source to remov
     with Store.open(_settings()) as store:
         if not store.remove_source(name):
             raise PgciteError(f"no source named {name!r}; `pgcite sources` lists them")
-    out.print(f"removed source {name!r}")
+    out.print(f"removed source {escape(repr(name))}")
 
 
 @app.command()
@@ -162,26 +162,17 @@ def stop() -> None:
 
 
 def main() -> None:
+    # Standalone mode: click prints usage errors itself and sets the exit code.
     try:
-        app(standalone_mode=False)
+        app()
     except PgciteError as exc:
-        err.print(f"[red]error:[/] {exc}", soft_wrap=True)
+        err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         sys.exit(1)
     except psycopg.Error as exc:  # a server that went away mid-command, a statement timeout...
         first = (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]
-        err.print(f"[red]error:[/] database: {first}; check the server (`pgcite status`) and run again", soft_wrap=True)
+        err.print(f"[red]error:[/] database: {escape(first)}; check the server (`pgcite status`) and run again",
+                  soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
         err.print("interrupted; what was stored stays consistent (each file is one transaction)")
         sys.exit(130)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        sys.exit(1)
-    except Exception as exc:  # click usage errors print themselves via standalone handling below
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise

@@ -23,6 +23,7 @@ LOCAL_DIMENSION = 384
 class Embedder(Protocol):
     model: str  # recorded in the database; another model against it is refused
     window: int  # tokens the model reads, special tokens included
+    document_prefix: str  # put before every passage (part of the cache key and the token budget)
 
     @property
     def dimension(self) -> int: ...
@@ -65,6 +66,7 @@ class LocalEmbedder(_TokenCounting):
     model = LOCAL_MODEL
     window = LOCAL_WINDOW
     dimension = LOCAL_DIMENSION
+    document_prefix = ""
 
     def __init__(self, batch_size: int = 32) -> None:
         self.batch_size = batch_size
@@ -76,7 +78,9 @@ class LocalEmbedder(_TokenCounting):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
 
+        transformers_logging.disable_progress_bar()  # no "Loading weights" bar on every command
         return SentenceTransformer(str(bundled_model_dir()), device="cpu")
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:

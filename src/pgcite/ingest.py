@@ -15,7 +15,7 @@ from .chunking import Chunk, chunk_by_headings
 from .config import Settings
 from .embedding import Embedder
 from .markdown import parse
-from .sources import DEFAULT_EXCLUDE, Document, Limits, Skipped, open_source
+from .sources import DEFAULT_EXCLUDE, Document, Limits, Skipped, Source, open_source
 from .store import ChunkRow, Store, embed_hash
 
 
@@ -51,8 +51,9 @@ def published_url(base_url: str, path: str, anchor: str | None = None) -> str:
 
 
 def chunk_budget(settings: Settings, embedder: Embedder) -> int:
-    """Tokens per chunk, breadcrumb included: the model's window less [CLS] and [SEP]."""
-    return settings.chunk_tokens or embedder.window - 2
+    """Tokens per chunk, breadcrumb included: the model's window less [CLS], [SEP] and the
+    document prefix."""
+    return settings.chunk_tokens or embedder.window - 2 - embedder.count_tokens(embedder.document_prefix)
 
 
 @dataclass
@@ -66,25 +67,29 @@ class _Pending:
 Progress = Callable[[str], None]  # called once per file read, with its path
 
 
+def open_location(location: str, settings: Settings, extra_exclude: Sequence[str] = ()) -> Source:
+    """The source behind a folder path, .zip path or s3:// URL, with the default exclusions."""
+    return open_source(location, exclude=(*DEFAULT_EXCLUDE, *extra_exclude),
+                       limits=Limits(max_file_bytes=settings.max_file_bytes))
+
+
 def ingest(
-    location: str,
+    source: Source,
     *,
     source_name: str,
     base_url: str,
     settings: Settings,
     store: Store,
     embedder: Embedder,
-    exclude: Sequence[str] = DEFAULT_EXCLUDE,
     progress: Progress | None = None,
 ) -> IngestReport:
     started = time.perf_counter()
     report = IngestReport(source=source_name)
-    source = open_source(location, exclude=exclude, limits=Limits(max_file_bytes=settings.max_file_bytes))
     store.bind_model(embedder.model, embedder.dimension)
     budget = chunk_budget(settings, embedder)
 
     with store.source_lock(source_name):
-        previous_base_url = store.upsert_source(source_name, location, base_url)
+        previous_base_url = store.upsert_source(source_name, source.location, base_url)
         # A new base URL changes every stored URL: re-process all files (vectors come from the cache).
         stored = store.document_checksums(source_name) if previous_base_url in (None, base_url) else {}
         known_paths = set(store.document_checksums(source_name))
@@ -125,7 +130,9 @@ def _write(
     """Embed what the cache lacks for a batch of files, then store each file in its own transaction."""
     if not pending:
         return
-    hashes = {id(c): embed_hash(embedder.model, c.embed_text) for p in pending for c in p.chunks}
+    # The cache key is the exact text the model sees, prefix included.
+    hashes = {id(c): embed_hash(embedder.model, embedder.document_prefix + c.embed_text)
+              for p in pending for c in p.chunks}
     vectors = store.cached_embeddings(list(set(hashes.values())))
     report.chunks_reused += sum(1 for h in hashes.values() if h in vectors)
     missing = {h: c.embed_text for p in pending for c in p.chunks if (h := hashes[id(c)]) not in vectors}

@@ -173,7 +173,7 @@ def _human(n: float) -> str:
 def _too_big(size: int, limits: Limits) -> str:
     return (
         f"file is {_human(size)}, over the {_human(limits.max_file_bytes)} limit: "
-        "split it or raise --max-file-size"
+        "split it or raise PGCITE_MAX_FILE_BYTES"
     )
 
 

@@ -19,6 +19,7 @@ from . import server
 from .schema import MIGRATIONS
 
 READER_ROLE = "pgcite_reader"
+MAX_INDEXED_DIMENSION = 2000  # pgvector HNSW on the vector type
 
 
 @dataclass(frozen=True)
@@ -135,30 +136,35 @@ class Store:
 
     def _become_reader(self) -> None:
         self.conn.execute("SET default_transaction_read_only = on")
-        member = self.conn.execute(
-            "SELECT pg_has_role(current_user, oid, 'MEMBER') FROM pg_roles WHERE rolname = %s", (READER_ROLE,)
+        # From PostgreSQL 16 on, membership alone does not allow SET ROLE: ask for that right.
+        right = "SET" if self.conn.info.server_version >= 160000 else "MEMBER"
+        may_set = self.conn.execute(
+            "SELECT pg_has_role(current_user, oid, %s) FROM pg_roles WHERE rolname = %s", (right, READER_ROLE)
         ).fetchone()
-        if member and member[0]:
+        if may_set and may_set[0]:
             self.conn.execute(f"SET ROLE {READER_ROLE}")
 
     # --- schema -----------------------------------------------------------------------------
 
+    def _schema_version(self) -> int:
+        if not self.conn.execute("SELECT to_regclass('pgcite_schema') IS NOT NULL").fetchone()[0]:
+            return 0
+        return self.conn.execute("SELECT coalesce(max(version), 0) FROM pgcite_schema").fetchone()[0]
+
     def migrate(self) -> None:
-        """Create pgvector and apply pending migrations, serialised across processes."""
+        """Create pgvector and apply pending migrations, serialised across processes. An up-to-date
+        database needs no DDL, so a role with SELECT rights alone can search."""
         conn = self.conn
         try:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('pgcite:migrate', 0))")
-                has_vector = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
-                if not has_vector:
+            if self._schema_version() < len(MIGRATIONS):
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('pgcite:migrate', 0))")
                     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-                conn.execute("CREATE TABLE IF NOT EXISTS pgcite_schema (version int NOT NULL)")
-                row = conn.execute("SELECT max(version) FROM pgcite_schema").fetchone()
-                current = row[0] or 0
-                for version, step in enumerate(MIGRATIONS[current:], start=current + 1):
-                    conn.execute(step)
-                    conn.execute("INSERT INTO pgcite_schema (version) VALUES (%s)", (version,))
-                if current < len(MIGRATIONS):
+                    conn.execute("CREATE TABLE IF NOT EXISTS pgcite_schema (version int NOT NULL)")
+                    current = self._schema_version()  # again, under the lock
+                    for version, step in enumerate(MIGRATIONS[current:], start=current + 1):
+                        conn.execute(step)
+                        conn.execute("INSERT INTO pgcite_schema (version) VALUES (%s)", (version,))
                     self._grant_reader()
         except pgerrors.FeatureNotSupported:
             raise StoreError(
@@ -207,6 +213,11 @@ class Store:
 
     def bind_model(self, model: str, dimension: int) -> None:
         """Record the model on first use; refuse any other model afterwards."""
+        if dimension > MAX_INDEXED_DIMENSION:
+            raise StoreError(
+                f"{model} makes {dimension}-dimensional vectors; pgvector's HNSW index takes at most "
+                f"{MAX_INDEXED_DIMENSION}: choose a smaller model, or ask the server for fewer dimensions"
+            )
         with self.conn.transaction():
             self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('pgcite:model', 0))")
             stored = self.stored_model()

@@ -1,0 +1,129 @@
+"""The `pgcite` command as a user runs it: a real process, the real embedded database, the real model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import corpus
+from tests.fake_openai import closed_port
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def pgcite(*args: str, env: dict[str, str], timeout: int = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pgcite", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO)
+
+
+@pytest.fixture
+def env(database_url: str, tmp_path: Path) -> dict[str, str]:
+    return dict(os.environ, PGCITE_DATABASE_URL=database_url, PGCITE_HOME=str(tmp_path / "home"))
+
+
+def _json_search(question: str, env: dict[str, str], *extra: str) -> list[dict]:
+    done = pgcite("search", question, "--json", *extra, env=env)
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["query"] == question
+    return payload["results"]
+
+
+def test_ingest_own_docs_then_search_status_and_sources(env: dict[str, str]):
+    done = pgcite("ingest", "docs", "--source", "pgcite", "--base-url", "https://pgcite.dev/", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "pgcite:" in done.stdout and "0 skipped files" in done.stdout and "chunks embedded" in done.stdout
+    assert "Traceback" not in done.stderr
+
+    results = _json_search("How do I point pgcite at my own PostgreSQL server?", env, "-k", "3")
+    assert len(results) == 3
+    assert set(results[0]) >= {"id", "source", "path", "url", "title", "heading", "content", "distance", "score"}
+    assert results[0]["path"] == "production.md", [(r["path"], r["heading"]) for r in results]
+    assert "PGCITE_DATABASE_URL" in results[0]["content"]
+    assert results[0]["url"].startswith("https://pgcite.dev/production.html")
+    assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
+
+    human = pgcite("search", "How do I stop the embedded server?", "-k", "2", env=env)
+    assert human.returncode == 0 and "1. " in human.stdout and "pgcite stop" in human.stdout
+
+    status = pgcite("status", env=env)
+    assert status.returncode == 0
+    assert "all-MiniLM-L6-v2 (384 dims)" in status.stdout and "vector index built" in status.stdout
+
+    listed = pgcite("sources", env=env)
+    assert "pgcite" in listed.stdout and "links https://pgcite.dev/" in listed.stdout
+    assert pgcite("sources", "remove", "pgcite", env=env).returncode == 0
+    assert "No sources yet" in pgcite("sources", env=env).stdout
+    gone = pgcite("sources", "remove", "pgcite", env=env)
+    assert gone.returncode == 1 and "no source named 'pgcite'" in gone.stderr
+
+
+def test_zip_source_and_source_filter(env: dict[str, str], tmp_path: Path):
+    archive = tmp_path / "handbook.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("leave.md", "# Leave\n\n## Holidays\n\nEveryone gets 30 days of paid holiday a year.\n")
+        zf.writestr("../escape.md", "# Evil\n\nWritten outside.\n")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "a.md").write_text("# Other\n\n## Holidays\n\nHolidays are decided by the board.\n")
+    done = pgcite("ingest", str(archive), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "handbook: 1 new" in done.stdout
+    assert "skipped" in done.stderr and "../escape.md" in done.stderr
+    assert pgcite("ingest", str(tmp_path / "other"), env=env).returncode == 0
+    only = _json_search("how many days of holiday?", env, "--source", "handbook")
+    assert only and {r["source"] for r in only} == {"handbook"}
+    both = _json_search("how many days of holiday?", env)
+    assert {r["source"] for r in both} == {"handbook", "other"}
+
+
+def test_errors_are_one_line_without_traceback(env: dict[str, str], tmp_path: Path):
+    bad_db = dict(env, PGCITE_DATABASE_URL=f"postgresql://u:p@127.0.0.1:{closed_port()}/db")
+    failed = pgcite("status", env=bad_db)
+    assert failed.returncode == 1
+    assert failed.stderr.startswith("error: cannot connect to PostgreSQL") and "Traceback" not in failed.stderr
+    assert len(failed.stderr.strip().splitlines()) == 1
+
+    missing = pgcite("ingest", str(tmp_path / "nope"), env=env)
+    assert missing.returncode == 1 and missing.stderr.startswith("error:") and "Traceback" not in missing.stderr
+
+    empty = pgcite("search", "   ", env=env)
+    assert empty.returncode == 1 and "empty" in empty.stderr
+
+    bad_setting = pgcite("status", env=dict(env, PGCITE_EMBEDDING_BATCH_SIZE="many"))
+    assert bad_setting.returncode == 1 and "PGCITE_EMBEDDING_BATCH_SIZE" in bad_setting.stderr
+
+
+@pytest.mark.slow
+def test_marten_corpus_acceptance(env: dict[str, str], tmp_path: Path):
+    """The issue's acceptance run: every Marten page ingests, the pgvector question finds the
+    pgvector page, a re-run embeds nothing, an edited section re-embeds only its chunks."""
+    import shutil
+
+    marten = tmp_path / "marten"
+    shutil.copytree(corpus("marten-docs"), marten)
+    args = ("ingest", str(marten), "--source", "marten", "--base-url", "https://martendb.io/")
+    first = pgcite(*args, env=env)
+    assert first.returncode == 0, first.stderr
+    files = len([p for p in marten.rglob("*.md") if ".vitepress" not in p.parts])
+    assert f"marten: {files} new, 0 changed, 0 unchanged, 0 removed, 0 skipped files" in first.stdout
+
+    results = _json_search("how do I enable pgvector in Marten?", env, "-k", "3")
+    assert [r["path"] for r in results[:2]] == ["documents/pgvector.md"] * 2
+    assert results[0]["url"].startswith("https://martendb.io/documents/pgvector.html")
+
+    again = pgcite(*args, env=env)
+    assert f"0 new, 0 changed, {files} unchanged, 0 removed" in again.stdout
+    assert "0 chunks embedded" in again.stdout
+
+    page = marten / "documents" / "pgvector.md"
+    text = page.read_text()
+    assert "## Installation" in text
+    page.write_text(text.replace("## Installation\n", "## Installation\n\nFirst, read this note.\n", 1))
+    edited = pgcite(*args, env=env)
+    assert "0 new, 1 changed" in edited.stdout and " 1 chunks embedded" in edited.stdout, edited.stdout
