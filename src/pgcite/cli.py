@@ -70,6 +70,8 @@ def ingest(
                             embedder=embedder, progress=advance)
     for skipped in report.skipped:
         err.print(f"[yellow]skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}")
+    for flagged in report.flagged:
+        err.print(f"[yellow]flagged[/] {escape(flagged)} (reads like instructions to an AI; left out of answers)")
     out.print(escape(report.summary()))
 
 
@@ -101,6 +103,78 @@ def search(
         out.print(f"   [cyan]{escape(hit.url or hit.source + ':' + hit.path)}[/]")
         preview = " ".join(hit.content.split())
         out.print(f"   {escape(preview[:300])}{'…' if len(preview) > 300 else ''}\n")
+
+
+def _hit_fields(hit) -> dict:
+    return dict(dataclasses.asdict(hit), flags=list(hit.flags), score=round(hit.score, 6))
+
+
+def _answer_json(answer) -> dict:
+    return {
+        "question": answer.question,
+        "answer": answer.text,
+        "refused": answer.refused,
+        "generator": answer.generator,
+        "citations": answer.citations,
+        "sources": [dict(number=p.number, **_hit_fields(p.hit)) for p in answer.sources],
+        "dropped": [dict(_hit_fields(d.hit), reason=d.reason) for d in answer.dropped],
+        "checks": dataclasses.asdict(answer.checks),
+        "usage": dataclasses.asdict(answer.usage),
+        "note": answer.note,
+    }
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="Your question.")],
+    source: Annotated[Optional[str], typer.Option("--source", help="Only this source.")] = None,
+    threshold: Annotated[Optional[float], typer.Option("--threshold", help="Relevance bar: the largest cosine distance a section may have.")] = None,
+    context: Annotated[int, typer.Option("--context", help="How many sections the generator is given at most.")] = 5,
+    include_flagged: Annotated[bool, typer.Option("--include-flagged", help="Also use sections flagged as instructions to an AI.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+) -> None:
+    """Answer from the documents only, citing [n] after each claim; or say "Not in the documents." """
+    from .answer import Answer, ask_stream
+    from .embedding import make_embedder
+    from .generation import make_generator
+    from .retrieval import DEFAULT_MAX_DISTANCE
+    from .store import Store
+
+    settings = _settings()
+    embedder = make_embedder(settings)
+    generator = make_generator(settings, embedder)
+    with Store.open(settings, read_only=True) as store:
+        events = ask_stream(question, store=store, embedder=embedder, generator=generator,
+                            max_distance=DEFAULT_MAX_DISTANCE if threshold is None else threshold,
+                            context=context, token_budget=settings.chat_context_tokens, source=source,
+                            exclude_flagged=not include_flagged)
+        answer = None
+        for event in events:
+            if isinstance(event, Answer):
+                answer = event
+            elif not as_json:
+                out.print(escape(event), end="")
+    assert answer is not None
+    if as_json:
+        print(json.dumps(_answer_json(answer), ensure_ascii=False))
+        return
+    out.print()
+    if answer.note:
+        out.print(f"[dim]({escape(answer.note)})[/]")
+    if answer.sources:
+        out.print("\n[bold]Sources[/]")
+        for p in answer.sources:
+            out.print(f"[{p.number}] {escape(p.hit.breadcrumb)}  [cyan]{escape(p.hit.url or p.hit.path)}[/]  "
+                      f"[dim]({p.hit.score:.2f})[/]")
+    if answer.dropped:
+        reasons: dict[str, int] = {}
+        for d in answer.dropped:
+            reasons[d.reason] = reasons.get(d.reason, 0) + 1
+        out.print(f"[dim]{len(answer.dropped)} more sections passed the bar but were left out: "
+                  + "; ".join(f"{n} {escape(r)}" for r, n in reasons.items()) + "[/]")
+    for warning in answer.checks.warnings():
+        out.print(f"[yellow]check:[/] {escape(warning)}")
+    out.print(f"[dim]answered by {escape(answer.generator)}[/]")
 
 
 @app.command()

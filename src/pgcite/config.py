@@ -42,6 +42,17 @@ class Settings:
     chunk_overlap: int = 0
     # Source reading.
     max_file_bytes: int = 5_000_000
+    # Answers: an OpenAI-compatible chat server; empty chat_url means the offline extractive one.
+    chat_url: str = ""
+    chat_model: str = ""
+    chat_api_key: str = ""
+    chat_temperature: float = 0.0
+    chat_timeout: float = 120.0
+    chat_retries: int = 2
+    # Tokens of sources the chat model may be given (its context window less question and answer).
+    chat_context_tokens: int = 3000
+    # Qwen3-style reasoning models: send chat_template_kwargs {enable_thinking: false}.
+    chat_disable_thinking: bool = False
 
 
 _ENV_PREFIX = "PGCITE_"
@@ -56,6 +67,14 @@ def _coerce(field: dataclasses.Field, value: object, origin: str) -> object:
             return int(value)  # type: ignore[arg-type]
         if kind == "float":
             return float(value)  # type: ignore[arg-type]
+        if kind == "bool":
+            if isinstance(value, bool):
+                return value
+            if str(value).strip().lower() in ("1", "true", "yes", "on"):
+                return True
+            if str(value).strip().lower() in ("0", "false", "no", "off", ""):
+                return False
+            raise ValueError(value)
         return str(value)
     except ValueError:
         raise PgciteError(f"{origin}: {value!r} is not a valid {kind}; fix it and run again") from None

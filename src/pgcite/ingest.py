@@ -15,6 +15,7 @@ from .chunking import Chunk, chunk_by_headings
 from .config import Settings
 from .embedding import Embedder
 from .markdown import parse
+from .safety import injection_flags
 from .sources import DEFAULT_EXCLUDE, Document, Limits, Skipped, Source, open_source
 from .store import ChunkRow, Store, embed_hash
 
@@ -30,6 +31,8 @@ class IngestReport:
     chunks_embedded: int = 0
     chunks_reused: int = 0
     seconds: float = 0.0
+    # "path > heading: kinds" of chunks that read like instructions to an AI (left out of answers).
+    flagged: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         return (
@@ -155,10 +158,12 @@ def _write(
                 tokens=c.tokens,
                 embed_hash=hashes[id(c)],
                 embedding=vectors[hashes[id(c)]],
+                flags=tuple(injection_flags(c.content)),
             )
             for c in p.chunks
         ]
         store.replace_document(source_name, path, p.title, published_url(base_url, path), p.document.checksum, rows)
+        report.flagged += [f"{path} > {r.heading or p.title}: {', '.join(r.flags)}" for r in rows if r.flags]
         if p.is_new:
             report.new += 1
         else:

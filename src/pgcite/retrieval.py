@@ -1,18 +1,109 @@
-"""The retrieval half of `ask`: embed the question, find the nearest chunks."""
+"""Retrieve widely, feed narrowly.
+
+`retrieve` gathers every chunk within the relevance bar (not a fixed k); `select_context` drops
+near-duplicates and hands the generator only the best few within a token budget, saying why each
+other candidate was left out."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
 from .embedding import Embedder
 from .errors import PgciteError
+from .generation import Passage
 from .store import SearchHit, Store
 
+# Cosine distance a chunk must be within to count as relevant (score = 1 - distance >= 0.42).
+# Calibration: docs/answering.md.
+DEFAULT_MAX_DISTANCE = 0.58
+# How many candidates "widely" may mean at most: beyond a few dozen, a chunk is never fed.
+MAX_CANDIDATES = 50
+# Word 3-shingle Jaccard similarity above which two chunks count as the same passage.
+NEAR_DUPLICATE = 0.6
 
-def search(store: Store, embedder: Embedder, query: str, *, k: int = 5, source: str | None = None) -> list[SearchHit]:
+
+def _check_query(query: str) -> None:
     if not query.strip():
         raise PgciteError("the question is empty; ask something")
-    if k < 1:
-        raise PgciteError(f"-k must be at least 1 (got {k})")
+
+
+def _embed_question(store: Store, embedder: Embedder, query: str):
+    _check_query(query)
     store.check_model(embedder.model)
     vector = embedder.embed_query(query)
     store.check_model(embedder.model, len(vector))
-    return store.search_vector(vector, k, source)
+    return vector
+
+
+def search(store: Store, embedder: Embedder, query: str, *, k: int = 5, source: str | None = None) -> list[SearchHit]:
+    """The k nearest sections, best first (what `pgcite search` shows)."""
+    if k < 1:
+        raise PgciteError(f"-k must be at least 1 (got {k})")
+    return store.search_vector(_embed_question(store, embedder, query), k, source)
+
+
+def retrieve(
+    store: Store,
+    embedder: Embedder,
+    question: str,
+    *,
+    max_distance: float = DEFAULT_MAX_DISTANCE,
+    source: str | None = None,
+    exclude_flagged: bool = True,
+) -> list[SearchHit]:
+    """Every chunk within the relevance bar (up to MAX_CANDIDATES), best first."""
+    if not 0 < max_distance <= 2:
+        raise PgciteError(f"--threshold is a cosine distance between 0 and 2 (got {max_distance})")
+    vector = _embed_question(store, embedder, question)
+    return store.search_vector(vector, MAX_CANDIDATES, source, max_distance=max_distance,
+                               exclude_flagged=exclude_flagged)
+
+
+@dataclass(frozen=True)
+class Dropped:
+    hit: SearchHit
+    reason: str
+
+
+@dataclass(frozen=True)
+class Context:
+    passages: list[Passage]  # fed to the generator, numbered from 1
+    dropped: list[Dropped]  # passed the bar but not fed, with why
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.lower())
+    return {tuple(words[i : i + 3]) for i in range(max(1, len(words) - 2))}
+
+
+def _similarity(a: set, b: set) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def select_context(
+    hits: Sequence[SearchHit], *, context: int, token_budget: int, count_tokens: Callable[[str], int]
+) -> Context:
+    """The best `context` hits that are not near-duplicates and fit `token_budget` together."""
+    if context < 1:
+        raise PgciteError(f"--context must be at least 1 (got {context})")
+    fed: list[tuple[SearchHit, set]] = []
+    dropped: list[Dropped] = []
+    used = 0
+    for hit in hits:
+        shingles = _shingles(hit.content)
+        twin = next((i for i, (_, s) in enumerate(fed, 1) if _similarity(shingles, s) >= NEAR_DUPLICATE), None)
+        if twin is not None:
+            dropped.append(Dropped(hit, f"near-duplicate of [{twin}]"))
+            continue
+        if len(fed) >= context:
+            dropped.append(Dropped(hit, f"beyond the {context} best (--context {context})"))
+            continue
+        tokens = count_tokens(f"{hit.breadcrumb}\n{hit.content}")
+        if fed and used + tokens > token_budget:
+            dropped.append(Dropped(hit, f"over the {token_budget}-token context budget ({tokens} tokens)"))
+            continue
+        fed.append((hit, shingles))
+        used += tokens
+    return Context([Passage(n, hit) for n, (hit, _) in enumerate(fed, 1)], dropped)

@@ -35,6 +35,7 @@ class ChunkRow:
     tokens: int
     embed_hash: bytes
     embedding: np.ndarray
+    flags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class SearchHit:
     breadcrumb: str
     content: str
     distance: float
+    flags: tuple[str, ...] = ()  # injection-style text found at ingest
 
     @property
     def score(self) -> float:
@@ -300,16 +302,16 @@ class Store:
             self.conn.execute("DELETE FROM chunks WHERE document_id = %s", (doc_id,))
             with self.conn.cursor().copy(
                 """COPY chunks (id, document_id, source, ord, heading, heading_path, breadcrumb, anchor, url,
-                                content, tokens, embed_hash, embedding) FROM STDIN WITH (FORMAT BINARY)"""
+                                content, tokens, embed_hash, embedding, flags) FROM STDIN WITH (FORMAT BINARY)"""
             ) as copy:
                 copy.set_types(
                     ["text", "int8", "text", "int4", "text", "text[]", "text", "text", "text",
-                     "text", "int4", "bytea", "vector"]
+                     "text", "int4", "bytea", "vector", "text[]"]
                 )
                 for c in chunks:
                     copy.write_row(
                         [c.id, doc_id, source, c.ord, c.heading, list(c.heading_path), c.breadcrumb, c.anchor,
-                         c.url, c.content, c.tokens, c.embed_hash, c.embedding]
+                         c.url, c.content, c.tokens, c.embed_hash, c.embedding, list(c.flags)]
                     )
 
     def delete_documents(self, source: str, paths: Sequence[str]) -> int:
@@ -365,8 +367,17 @@ class Store:
 
     # --- search -----------------------------------------------------------------------------
 
-    def search_vector(self, query: np.ndarray, k: int, source: str | None = None) -> list[SearchHit]:
-        """The k nearest chunks by cosine distance, best first, ties broken by id.
+    def search_vector(
+        self,
+        query: np.ndarray,
+        k: int,
+        source: str | None = None,
+        *,
+        max_distance: float | None = None,
+        exclude_flagged: bool = False,
+    ) -> list[SearchHit]:
+        """The k nearest chunks by cosine distance (those within max_distance, when given), best
+        first, ties broken by id.
 
         Iterative index scans keep filtered searches from silently returning fewer than k rows;
         relaxed order is re-sorted by the outer query."""
@@ -376,14 +387,18 @@ class Store:
             rows = self.conn.execute(
                 """WITH nearest AS MATERIALIZED (
                        SELECT id, embedding <=> %(q)s AS distance FROM chunks
-                       WHERE %(source)s::text IS NULL OR source = %(source)s
+                       WHERE (%(source)s::text IS NULL OR source = %(source)s)
+                         AND (NOT %(exclude_flagged)s OR cardinality(flags) = 0)
                        ORDER BY embedding <=> %(q)s LIMIT %(k)s)
-                   SELECT c.id, c.source, d.path, c.url, d.title, c.heading, c.breadcrumb, c.content, n.distance
+                   SELECT c.id, c.source, d.path, c.url, d.title, c.heading, c.breadcrumb, c.content,
+                          n.distance, c.flags
                    FROM nearest n JOIN chunks c USING (id) JOIN documents d ON d.id = c.document_id
+                   WHERE %(max_distance)s::float8 IS NULL OR n.distance <= %(max_distance)s
                    ORDER BY n.distance, c.id""",
-                {"q": np.asarray(query, dtype=np.float32), "source": source, "k": k},
+                {"q": np.asarray(query, dtype=np.float32), "source": source, "k": k,
+                 "max_distance": max_distance, "exclude_flagged": exclude_flagged},
             ).fetchall()
-        return [SearchHit(*row[:8], distance=float(row[8])) for row in rows]
+        return [SearchHit(*row[:8], distance=float(row[8]), flags=tuple(row[9])) for row in rows]
 
 
 def embed_hash(model: str, text: str) -> bytes:

@@ -38,6 +38,7 @@ MIGRATIONS: list[str] = [
         content      text NOT NULL,
         tokens       int NOT NULL,
         embed_hash   bytea NOT NULL,    -- sha256(model, embedded text): the embedding cache key
+        flags        text[] NOT NULL DEFAULT '{}',  -- injection-style text found at ingest (safety.py)
         fts          tsvector GENERATED ALWAYS AS (to_tsvector('english', breadcrumb || ' ' || content)) STORED
     );
     CREATE INDEX chunks_document_idx ON chunks (document_id);

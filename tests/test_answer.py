@@ -1,0 +1,57 @@
+"""Answer checks: citation filtering, uncited and unsupported claims (real model for the
+semantic half)."""
+
+from pgcite.answer import CitationFilter, check_answer, is_refusal
+from pgcite.generation import Passage
+from pgcite.store import SearchHit
+
+
+def _passage(n: int, content: str, url: str = "") -> Passage:
+    hit = SearchHit(id=f"s:p{n}.md#0", source="s", path=f"p{n}.md", url=url, title=f"P{n}", heading="H",
+                    breadcrumb=f"P{n} > H", content=content, distance=0.3)
+    return Passage(n, hit)
+
+
+def test_citation_filter_drops_numbers_naming_no_source_even_split_across_pieces():
+    f = CitationFilter({1, 2, 3})
+    pieces = ["Widgets sink [", "1", "] and float [7", "][2, 9]. More [1", "0] text [3]"]
+    out = "".join(f.feed(p) for p in pieces) + f.flush()
+    assert out == "Widgets sink [1] and float [2]. More  text [3]"
+    assert f.invalid == [7, 9, 10]
+
+
+def test_citation_filter_leaves_other_brackets_alone():
+    f = CitationFilter({1})
+    out = f.feed("Use arr[0] or [see below] [1]") + f.flush()
+    assert out == "Use arr[0] or [see below] [1]" and f.invalid == []
+
+
+def test_refusal_is_recognised_exactly():
+    assert is_refusal("Not in the documents.") and is_refusal(" not in the documents ")
+    assert not is_refusal("Not in the documents, but widgets sink.")
+
+
+def test_checks_report_uncited_unsupported_and_foreign_links(embedder):
+    passages = [
+        _passage(1, "Widgets sink in water because they are made of lead.", "https://w.dev/faq.html"),
+        _passage(2, "Run `widget install` on every node. It needs 2 GB of disk."),
+    ]
+    answer = ("Widgets sink in water because they are made of lead [1]. "
+              "Installing needs 2 GB of disk on every node [2]. "
+              "Widgets were invented in 1850 by a Danish clockmaker [2]. "
+              "They also come in many bright colours today. "
+              "Support is at https://evil.example/help [1].")
+    checks = check_answer(answer, passages, embedder, invalid=[])
+    assert checks.uncited_sentences == ["They also come in many bright colours today."]
+    assert [u.sentence for u in checks.unsupported] == [
+        "Widgets were invented in 1850 by a Danish clockmaker .",
+        "Support is at https://evil.example/help .",
+    ]
+    assert checks.foreign_links == ["https://evil.example/help"]
+    assert all(u.support < 0.6 for u in checks.unsupported)
+
+
+def test_a_paraphrase_is_supported_semantically(embedder):
+    passages = [_passage(1, "Widgets sink in water because they are made of lead.")]
+    checks = check_answer("Since lead is their material, widgets do not float [1].", passages, embedder, [])
+    assert checks.unsupported == [] and checks.uncited_sentences == []
