@@ -40,6 +40,12 @@ class Settings:
     # Chunking: the token budget (0 = fit the embedding model's window, breadcrumb included).
     chunk_tokens: int = 0
     chunk_overlap: int = 0
+    # "headings" (pack blocks of one section) or "fixed" (token windows: the baseline to compare with).
+    chunk_strategy: str = "headings"
+    # Prefix each chunk with its "Title > Heading" breadcrumb before embedding.
+    chunk_breadcrumb: bool = True
+    # Retrieval: "vector", "text" (PostgreSQL full-text) or "hybrid" (both, fused by reciprocal rank).
+    search_mode: str = "vector"
     # Source reading.
     max_file_bytes: int = 5_000_000
     # Answers: an OpenAI-compatible chat server; empty chat_url means the offline extractive one.

@@ -22,6 +22,7 @@ LOCAL_DIMENSION = 384
 
 class Embedder(Protocol):
     model: str  # recorded in the database; another model against it is refused
+    tokenizer: Tokenizer  # the model's own tokenizer (token counts and offsets)
     window: int  # tokens the model reads, special tokens included
     document_prefix: str  # put before every passage (part of the cache key and the token budget)
 

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Callable, Sequence
 
-from .chunking import Chunk, chunk_by_headings
+from .chunking import Chunk, chunk_by_headings, chunk_fixed
 from .config import Settings
 from .embedding import Embedder
-from .markdown import parse
+from .errors import PgciteError
+from .markdown import ParsedDocument, parse
 from .safety import injection_flags
 from .sources import DEFAULT_EXCLUDE, Document, Limits, Skipped, Source, open_source
 from .store import ChunkRow, Store, embed_hash
@@ -57,6 +58,16 @@ def chunk_budget(settings: Settings, embedder: Embedder) -> int:
     """Tokens per chunk, breadcrumb included: the model's window less [CLS], [SEP] and the
     document prefix."""
     return settings.chunk_tokens or embedder.window - 2 - embedder.count_tokens(embedder.document_prefix)
+
+
+def chunk_document(parsed: ParsedDocument, settings: Settings, embedder: Embedder, budget: int) -> list[Chunk]:
+    if settings.chunk_strategy == "headings":
+        return chunk_by_headings(parsed, embedder.count_tokens, max_tokens=budget,
+                                 overlap_tokens=settings.chunk_overlap, with_breadcrumb=settings.chunk_breadcrumb)
+    if settings.chunk_strategy == "fixed":
+        return chunk_fixed(parsed, embedder.tokenizer, window=budget, overlap=settings.chunk_overlap,
+                           with_breadcrumb=settings.chunk_breadcrumb)
+    raise PgciteError(f"unknown chunk_strategy {settings.chunk_strategy!r}; use 'headings' or 'fixed'")
 
 
 @dataclass
@@ -113,8 +124,7 @@ def ingest(
                 report.unchanged += 1
                 continue
             parsed = parse(item.text, fallback_title=PurePosixPath(item.path).stem)
-            chunks = chunk_by_headings(parsed, embedder.count_tokens, max_tokens=budget,
-                                       overlap_tokens=settings.chunk_overlap)
+            chunks = chunk_document(parsed, settings, embedder, budget)
             pending.append(_Pending(item, parsed.title, chunks, is_new=item.path not in known_paths))
             if sum(len(p.chunks) for p in pending) >= settings.embedding_batch_size * 4:
                 _write(pending, source_name, base_url, store, embedder, report)

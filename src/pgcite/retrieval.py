@@ -37,8 +37,10 @@ def _embed_question(store: Store, embedder: Embedder, query: str):
     return vector
 
 
-def search(store: Store, embedder: Embedder, query: str, *, k: int = 5, source: str | None = None) -> list[SearchHit]:
-    """The k nearest sections, best first (what `pgcite search` shows)."""
+def search(
+    store: Store, embedder: Embedder, query: str, *, k: int = 5, source: str | None = None, mode: str = "vector"
+) -> list[SearchHit]:
+    """The k best chunks, best first (what `pgcite search` shows)."""
     if k < 1:
         raise PgciteError(f"-k must be at least 1 (got {k})")
     return store.search_vector(_embed_question(store, embedder, query), k, source)
