@@ -12,7 +12,7 @@ from pgcite.answer import ask
 from pgcite.config import Settings
 from pgcite.generation import REFUSAL, ChatGenerator, GenerationError
 from pgcite.ingest import ingest, open_location
-from pgcite.store import Store
+from pgcite.store import SearchFilter, Store
 from tests.fake_openai import Delay, FakeOpenAI, Reply
 
 DOCS = {
@@ -95,7 +95,7 @@ def test_the_poisoned_chunk_is_excluded_and_a_relayed_link_is_flagged(widget_sto
 
     fake.script("Not in the documents.")
     included = _ask("How do I pay for widgets?", widget_store, embedder, ChatGenerator(fake.chat_settings()),
-                    exclude_flagged=False)
+                    filters=SearchFilter(exclude_flagged=False))
     assert "billing.md" in _numbers(included)
     assert next(p for p in included.sources if p.hit.path == "billing.md").hit.flags
 

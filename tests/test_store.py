@@ -14,7 +14,7 @@ from psycopg.conninfo import make_conninfo
 
 from pgcite.config import Settings
 from pgcite.errors import ModelMismatchError, StoreError
-from pgcite.store import ChunkRow, Store, embed_hash, server
+from pgcite.store import ChunkRow, SearchFilter, Store, embed_hash, server
 from pgcite.store.schema import MIGRATIONS
 from tests.fake_openai import closed_port
 
@@ -88,10 +88,10 @@ def test_filtered_search_returns_a_full_k_when_the_filter_matches_one_percent(se
         for d in range(99):
             store.replace_document("big", f"{d}.md", "B", "", "x", _rows(f"big:{d}.md", 40, rng))
         store.replace_document("small", "only.md", "S", "", "x", _rows("small:only.md", 40, rng))
-        store.ensure_vector_index()
+        store.refresh_indexes()
         assert store.has_vector_index()
         query = rng.standard_normal(16).astype(np.float32)
-        hits = store.search_vector(query, 10, source="small")
+        hits = store.search(query, "", 10, filters=SearchFilter(source="small"))
         assert len(hits) == 10 and {h.source for h in hits} == {"small"}
         assert [h.distance for h in hits] == sorted(h.distance for h in hits)
         # Same answer as an exact scan.
@@ -171,7 +171,7 @@ def test_a_select_only_role_can_search_an_up_to_date_database(database_url: str)
     try:
         viewer = Settings(database_url=make_conninfo(database_url, user="pgcite_viewer"))
         with Store.open(viewer, read_only=True) as store:
-            hits = store.search_vector(rng.standard_normal(16).astype(np.float32), 2)
+            hits = store.search(rng.standard_normal(16).astype(np.float32), "text", 2)
         assert len(hits) == 2
     finally:
         with psycopg.connect(database_url, autocommit=True) as conn:

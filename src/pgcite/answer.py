@@ -21,7 +21,7 @@ from .embedding import Embedder
 from .generation import REFUSAL, Generator, Passage, Usage
 from .retrieval import DEFAULT_MAX_DISTANCE, Dropped, retrieve, select_context
 from .safety import foreign_links
-from .store import Store
+from .store import SearchFilter, Store
 
 # A cited sentence is supported when at least half its content words occur in the cited sources,
 # or, failing that, when it is this close (cosine) to one of their sentences.
@@ -172,13 +172,12 @@ def ask_stream(
     max_distance: float = DEFAULT_MAX_DISTANCE,
     context: int = 5,
     token_budget: int = 3000,
-    source: str | None = None,
-    exclude_flagged: bool = True,
+    mode: str = "vector",
+    filters: SearchFilter = SearchFilter(exclude_flagged=True),
 ) -> Iterator[str | Answer]:
     """Yield the answer text as it is written (invalid citations already removed), then the
     checked Answer."""
-    hits = retrieve(store, embedder, question, max_distance=max_distance, source=source,
-                    exclude_flagged=exclude_flagged)
+    hits = retrieve(store, embedder, question, max_distance=max_distance, mode=mode, filters=filters)
     usage = Usage()
     if not hits:
         yield REFUSAL

@@ -44,6 +44,7 @@ def ingest(
     base_url: Annotated[str, typer.Option("--base-url", help="Where the docs are published, for links.")] = "",
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", help="Extra glob of paths to skip (repeatable).")] = None,
     chunk_tokens: Annotated[Optional[int], typer.Option("--chunk-tokens", help="Token budget per chunk.")] = None,
+    version: Annotated[str, typer.Option("--version", help="A label for this ingest (e.g. v2), to filter on.")] = "",
 ) -> None:
     """Read Markdown, chunk it, embed it and store it. Re-running only does what changed."""
     from .embedding import make_embedder
@@ -67,7 +68,7 @@ def ingest(
             progress.update(task, advance=1, path=path)
 
         report = run_ingest(reader, source_name=name, base_url=base_url, settings=settings, store=store,
-                            embedder=embedder, progress=advance)
+                            embedder=embedder, version=version, progress=advance)
     for skipped in report.skipped:
         err.print(f"[yellow]skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}")
     for flagged in report.flagged:
@@ -80,16 +81,20 @@ def search(
     question: Annotated[str, typer.Argument(help="What you want to find.")],
     k: Annotated[int, typer.Option("-k", help="How many sections to return.")] = 5,
     source: Annotated[Optional[str], typer.Option("--source", help="Only this source.")] = None,
+    path: Annotated[Optional[str], typer.Option("--path", help="Only documents whose path starts with this.")] = None,
+    version: Annotated[Optional[str], typer.Option("--version", help="Only documents ingested with this label.")] = None,
+    mode: Annotated[Optional[str], typer.Option("--mode", help="vector, text or hybrid (default: the search_mode setting).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
     """Find the sections that best answer a question."""
     from .embedding import make_embedder
     from .retrieval import search as run_search
-    from .store import Store
+    from .store import SearchFilter, Store
 
     settings = _settings()
     with Store.open(settings, read_only=True) as store:
-        hits = run_search(store, make_embedder(settings), question, k=k, source=source)
+        hits = run_search(store, make_embedder(settings), question, k=k, mode=mode or settings.search_mode,
+                          filters=SearchFilter(source=source, path_prefix=path, version=version))
     if as_json:
         results = [dict(dataclasses.asdict(h), score=round(h.score, 6)) for h in hits]
         print(json.dumps({"query": question, "results": results}, ensure_ascii=False))
@@ -128,6 +133,8 @@ def _answer_json(answer) -> dict:
 def ask(
     question: Annotated[str, typer.Argument(help="Your question.")],
     source: Annotated[Optional[str], typer.Option("--source", help="Only this source.")] = None,
+    path: Annotated[Optional[str], typer.Option("--path", help="Only documents whose path starts with this.")] = None,
+    version: Annotated[Optional[str], typer.Option("--version", help="Only documents ingested with this label.")] = None,
     threshold: Annotated[Optional[float], typer.Option("--threshold", help="Relevance bar: the largest cosine distance a section may have.")] = None,
     context: Annotated[int, typer.Option("--context", help="How many sections the generator is given at most.")] = 5,
     include_flagged: Annotated[bool, typer.Option("--include-flagged", help="Also use sections flagged as instructions to an AI.")] = False,
@@ -138,7 +145,7 @@ def ask(
     from .embedding import make_embedder
     from .generation import make_generator
     from .retrieval import DEFAULT_MAX_DISTANCE
-    from .store import Store
+    from .store import SearchFilter, Store
 
     settings = _settings()
     embedder = make_embedder(settings)
@@ -146,8 +153,9 @@ def ask(
     with Store.open(settings, read_only=True) as store:
         events = ask_stream(question, store=store, embedder=embedder, generator=generator,
                             max_distance=DEFAULT_MAX_DISTANCE if threshold is None else threshold,
-                            context=context, token_budget=settings.chat_context_tokens, source=source,
-                            exclude_flagged=not include_flagged)
+                            context=context, token_budget=settings.chat_context_tokens, mode=settings.search_mode,
+                            filters=SearchFilter(source=source, path_prefix=path, version=version,
+                                                 exclude_flagged=not include_flagged))
         answer = None
         for event in events:
             if isinstance(event, Answer):
@@ -250,3 +258,159 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("interrupted; what was stored stays consistent (each file is one transaction)")
         sys.exit(130)
+
+
+def _eval_table(report, title: str):
+    from rich.table import Table
+
+    from .evaluation import ANSWER_METRICS
+
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("n", justify="right")
+    table.add_column("missed by")
+    for name, metric in report.metrics.items():
+        if metric.value is None:
+            value = "-"
+        elif name == "top3_tokens":
+            value = f"{metric.value:.1f}"
+        else:
+            value = f"{metric.value:.3f}"
+        label = f"{name}@{report.k}" if name in ("mrr", "recall") else name
+        if name == ANSWER_METRICS[0]:
+            table.add_section()
+        table.add_row(label, value, str(metric.count), escape(", ".join(metric.failing)))
+    return table
+
+
+def _compare_table(results, title: str):
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for column in ("strategy", "chunks", "hit@1", "hit@3", "MRR", "fact@3", "top-3 tokens", "seconds"):
+        table.add_column(column, justify="left" if column == "strategy" else "right")
+
+    def rate(result, name: str) -> str:
+        value = result.report.metrics[name].value
+        return "-" if value is None else f"{value:.3f}"
+
+    for r in results:
+        tokens = r.report.metrics["top3_tokens"].value
+        table.add_row(r.name, str(r.chunks), rate(r, "hit@1"), rate(r, "hit@3"), rate(r, "mrr"), rate(r, "fact@3"),
+                      "-" if tokens is None else f"{tokens:.0f}", f"{r.seconds:.1f}")
+    return table
+
+
+@app.command("eval")
+def eval_questions(
+    questions: Annotated[str, typer.Argument(help="A JSONL file: one question per line (see `pgcite.evaluation`).")],
+    source: Annotated[Optional[str], typer.Option("--source", help="Only this source.")] = None,
+    k: Annotated[int, typer.Option("-k", help="Distinct sections that count as retrieved (MRR@k, recall@k).")] = 3,
+    answers: Annotated[bool, typer.Option("--answers", help="Also ask every question and check the answers.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout: metrics and per-question rows.")] = False,
+    fail_under: Annotated[Optional[list[str]], typer.Option(
+        "--fail-under", metavar="METRIC=VALUE", help="Exit 1 when METRIC is below VALUE (repeatable), e.g. hit@3=0.9.")] = None,
+    compare_corpus: Annotated[Optional[str], typer.Option(
+        "--compare", metavar="CORPUS_DIR",
+        help="Re-chunk this corpus with each strategy into throw-away databases and compare retrieval.")] = None,
+    strategies: Annotated[Optional[str], typer.Option(
+        "--strategies", help="With --compare: a comma-separated subset, e.g. heading-256,fixed-256.")] = None,
+) -> None:
+    """Measure retrieval (and with --answers, answers) against questions with known answers."""
+    from .embedding import make_embedder
+    from .evaluation import ANSWER_METRICS, EvalError, failed_bars, load_questions, parse_bar, parse_strategies
+
+    try:
+        bars = [parse_bar(text) for text in fail_under or ()]
+    except EvalError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--fail-under") from None
+    if k < 1:
+        raise typer.BadParameter(f"must be at least 1 (got {k})", param_hint="-k")
+    if not answers and (needs := [name for name, _ in bars if name in ANSWER_METRICS]):
+        raise typer.BadParameter(f"{needs[0]} is measured on answers: add --answers", param_hint="--fail-under")
+    if compare_corpus is None and strategies is not None:
+        raise typer.BadParameter("only applies with --compare", param_hint="--strategies")
+    if compare_corpus is not None and (answers or bars):
+        raise typer.BadParameter("--compare measures retrieval of each strategy; run --answers and --fail-under "
+                                 "without it", param_hint="--compare")
+    try:
+        chosen = parse_strategies(strategies) if compare_corpus is not None else []
+    except EvalError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--strategies") from None
+    settings = _settings()
+    qs = load_questions(questions)
+    embedder = make_embedder(settings)
+    if compare_corpus is not None:
+        _eval_compare(qs, compare_corpus, chosen, settings=settings, embedder=embedder, k=k, source=source,
+                      as_json=as_json)
+        return
+
+    from .evaluation import evaluate, run_answers, run_searches
+    from .generation import make_generator
+    from .store import Store
+
+    generator = make_generator(settings, embedder) if answers else None
+    with Store.open(settings, read_only=True) as store, Progress(
+        SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[item]}"), TimeElapsedColumn(), console=err, transient=True,
+    ) as progress:
+        if source is not None and source not in {s.name for s in store.list_sources()}:
+            raise PgciteError(f"no source named {source!r}; `pgcite sources` lists them")
+        task = progress.add_task("searching", total=len(qs), item="")
+
+        def advance(item: str) -> None:
+            progress.update(task, advance=1, item=item)
+
+        retrievals = run_searches(qs, store, embedder, k=k, source=source, mode=settings.search_mode,
+                                  progress=advance)
+        records = None
+        if generator is not None:
+            progress.reset(task, total=len(qs), description=f"asking ({generator.name})", item="")
+            records = run_answers(qs, store, embedder, generator, source=source,
+                                  token_budget=settings.chat_context_tokens, progress=advance)
+    report = evaluate(qs, retrievals, records, k=k)
+    report.info = {"questions": len(qs), "source": source, "search_mode": settings.search_mode,
+                   "generator": generator.name if generator else None}
+    if as_json:
+        print(report.dumps())
+    else:
+        title = (f"{len(qs)} questions from {questions}, k={k}, {settings.search_mode} search"
+                 + (f", source {source}" if source else "") + (f", answers by {generator.name}" if generator else ""))
+        out.print(_eval_table(report, escape(title)))
+    if failures := failed_bars(report, bars):
+        for line in failures:
+            err.print(f"[red]below the bar:[/] {escape(line)}", soft_wrap=True)
+        raise typer.Exit(1)
+
+
+def _eval_compare(qs, corpus: str, chosen, *, settings, embedder, k: int, source, as_json: bool) -> None:
+    from pathlib import Path
+
+    from .evaluation import compare, scratch_server
+
+    if not Path(corpus).is_dir() and not corpus.endswith(".zip") and not corpus.startswith("s3://"):
+        raise PgciteError(f"no such folder, .zip file or s3:// location: {corpus}")
+    name = source or _default_source_name(corpus)
+    _, where = scratch_server(settings)
+    err.print(f"comparing {len(chosen)} chunking strategies on {escape(corpus)}: each is ingested into a throw-away "
+              f"database pgcite_cmp_N on {escape(where)}, dropped afterwards; each embeds the whole corpus")
+    finished = []
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
+                  transient=True) as progress:
+        task = progress.add_task("starting", total=None)
+
+        def note(text: str) -> None:
+            progress.update(task, description=escape(text))
+
+        def done(result) -> None:
+            finished.append(result)
+            progress.console.print(f"{escape(result.name)}: {result.chunks} chunks, {result.seconds:.1f} s")
+
+        results = compare(qs, corpus, settings=settings, embedder=embedder, strategies=chosen, k=k,
+                          source_name=name, progress=note, done=done)
+    if as_json:
+        print(json.dumps({"corpus": corpus, "k": k, "questions": len(qs), "search_mode": settings.search_mode,
+                          "strategies": [r.to_json() for r in results]}, ensure_ascii=False, sort_keys=True))
+        return
+    out.print(_compare_table(results, escape(f"{len(qs)} questions on {corpus}, k={k}, {settings.search_mode} search")))

@@ -95,6 +95,7 @@ def ingest(
     settings: Settings,
     store: Store,
     embedder: Embedder,
+    version: str = "",
     progress: Progress | None = None,
 ) -> IngestReport:
     started = time.perf_counter()
@@ -103,9 +104,10 @@ def ingest(
     budget = chunk_budget(settings, embedder)
 
     with store.source_lock(source_name):
-        previous_base_url = store.upsert_source(source_name, source.location, base_url)
-        # A new base URL changes every stored URL: re-process all files (vectors come from the cache).
-        stored = store.document_checksums(source_name) if previous_base_url in (None, base_url) else {}
+        previous = store.upsert_source(source_name, source.location, base_url, version)
+        # A new base URL or version label changes every stored row: re-process all files (the
+        # vectors come from the cache).
+        stored = store.document_checksums(source_name) if previous in (None, (base_url, version)) else {}
         known_paths = set(store.document_checksums(source_name))
         bulk_load = store.chunk_count() == 0
         if bulk_load:
@@ -127,18 +129,19 @@ def ingest(
             chunks = chunk_document(parsed, settings, embedder, budget)
             pending.append(_Pending(item, parsed.title, chunks, is_new=item.path not in known_paths))
             if sum(len(p.chunks) for p in pending) >= settings.embedding_batch_size * 4:
-                _write(pending, source_name, base_url, store, embedder, report)
+                _write(pending, source_name, base_url, version, store, embedder, report)
                 pending = []
-        _write(pending, source_name, base_url, store, embedder, report)
+        _write(pending, source_name, base_url, version, store, embedder, report)
 
         report.removed = store.delete_documents(source_name, sorted(known_paths - seen))
-        store.ensure_vector_index()
+        store.refresh_indexes()
     report.seconds = time.perf_counter() - started
     return report
 
 
 def _write(
-    pending: list[_Pending], source_name: str, base_url: str, store: Store, embedder: Embedder, report: IngestReport
+    pending: list[_Pending], source_name: str, base_url: str, version: str, store: Store, embedder: Embedder,
+    report: IngestReport,
 ) -> None:
     """Embed what the cache lacks for a batch of files, then store each file in its own transaction."""
     if not pending:
@@ -172,7 +175,8 @@ def _write(
             )
             for c in p.chunks
         ]
-        store.replace_document(source_name, path, p.title, published_url(base_url, path), p.document.checksum, rows)
+        store.replace_document(source_name, path, p.title, published_url(base_url, path), p.document.checksum, rows,
+                               version)
         report.flagged += [f"{path} > {r.heading or p.title}: {', '.join(r.flags)}" for r in rows if r.flags]
         if p.is_new:
             report.new += 1

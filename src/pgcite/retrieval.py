@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 from .embedding import Embedder
 from .errors import PgciteError
 from .generation import Passage
-from .store import SearchHit, Store
+from .store import SearchFilter, SearchHit, Store
 
 # Cosine distance a chunk must be within to count as relevant (score = 1 - distance >= 0.42).
 # Calibration: docs/answering.md.
@@ -38,12 +38,18 @@ def _embed_question(store: Store, embedder: Embedder, query: str):
 
 
 def search(
-    store: Store, embedder: Embedder, query: str, *, k: int = 5, source: str | None = None, mode: str = "vector"
+    store: Store,
+    embedder: Embedder,
+    query: str,
+    *,
+    k: int = 5,
+    mode: str = "vector",
+    filters: SearchFilter = SearchFilter(),
 ) -> list[SearchHit]:
     """The k best chunks, best first (what `pgcite search` shows)."""
     if k < 1:
         raise PgciteError(f"-k must be at least 1 (got {k})")
-    return store.search_vector(_embed_question(store, embedder, query), k, source)
+    return store.search(_embed_question(store, embedder, query), query, k, mode=mode, filters=filters)
 
 
 def retrieve(
@@ -52,15 +58,14 @@ def retrieve(
     question: str,
     *,
     max_distance: float = DEFAULT_MAX_DISTANCE,
-    source: str | None = None,
-    exclude_flagged: bool = True,
+    mode: str = "vector",
+    filters: SearchFilter = SearchFilter(exclude_flagged=True),
 ) -> list[SearchHit]:
     """Every chunk within the relevance bar (up to MAX_CANDIDATES), best first."""
     if not 0 < max_distance <= 2:
         raise PgciteError(f"--threshold is a cosine distance between 0 and 2 (got {max_distance})")
     vector = _embed_question(store, embedder, question)
-    return store.search_vector(vector, MAX_CANDIDATES, source, max_distance=max_distance,
-                               exclude_flagged=exclude_flagged)
+    return store.search(vector, question, MAX_CANDIDATES, mode=mode, filters=filters, max_distance=max_distance)
 
 
 @dataclass(frozen=True)

@@ -48,12 +48,27 @@ class SearchHit:
     heading: str
     breadcrumb: str
     content: str
-    distance: float
+    distance: float  # cosine distance to the question: the relevance bar applies to it
     flags: tuple[str, ...] = ()  # injection-style text found at ingest
+    rank_score: float = 0.0  # what the results are ordered by (1 - distance, BM25, or fused RRF)
 
     @property
     def score(self) -> float:
+        """Cosine similarity to the question, whatever the search mode."""
         return 1.0 - self.distance
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    source: str | None = None
+    path_prefix: str | None = None  # e.g. "guide/": only documents under it
+    version: str | None = None  # the label given at ingest with --version
+    exclude_flagged: bool = False  # leave out chunks flagged as instructions to an AI
+
+
+SEARCH_MODES = ("vector", "text", "hybrid")
+RRF_K = 60  # reciprocal rank fusion constant (Cormack et al.): 1 / (60 + rank)
+BM25_K1, BM25_B = 1.2, 0.75
 
 
 @dataclass(frozen=True)
@@ -249,19 +264,20 @@ class Store:
 
     # --- sources and documents --------------------------------------------------------------
 
-    def upsert_source(self, name: str, location: str, base_url: str) -> str | None:
-        """Create or update a source; returns its previous base URL (None when new)."""
+    def upsert_source(self, name: str, location: str, base_url: str, version: str = "") -> tuple[str, str] | None:
+        """Create or update a source; returns its previous (base URL, version), None when new."""
         with self.conn.transaction():
             previous = self.conn.execute(
-                "SELECT base_url FROM sources WHERE name = %s FOR UPDATE", (name,)
+                "SELECT base_url, version FROM sources WHERE name = %s FOR UPDATE", (name,)
             ).fetchone()
             self.conn.execute(
-                """INSERT INTO sources (name, location, base_url) VALUES (%s, %s, %s)
+                """INSERT INTO sources (name, location, base_url, version) VALUES (%s, %s, %s, %s)
                    ON CONFLICT (name) DO UPDATE
-                   SET location = excluded.location, base_url = excluded.base_url, updated_at = now()""",
-                (name, location, base_url),
+                   SET location = excluded.location, base_url = excluded.base_url, version = excluded.version,
+                       updated_at = now()""",
+                (name, location, base_url, version),
             )
-        return previous[0] if previous else None
+        return (previous[0], previous[1]) if previous else None
 
     @contextlib.contextmanager
     def source_lock(self, name: str) -> Iterator[None]:
@@ -288,30 +304,33 @@ class Store:
         return {bytes(h): v.to_numpy().astype(np.float32) for h, v in rows}
 
     def replace_document(
-        self, source: str, path: str, title: str, url: str, checksum: str, chunks: Sequence[ChunkRow]
+        self, source: str, path: str, title: str, url: str, checksum: str, chunks: Sequence[ChunkRow],
+        version: str = "",
     ) -> None:
         """Insert or replace one document and all its chunks, atomically."""
         with self.conn.transaction():
             (doc_id,) = self.conn.execute(
-                """INSERT INTO documents (source, path, title, url, checksum) VALUES (%s, %s, %s, %s, %s)
+                """INSERT INTO documents (source, path, title, url, checksum, version) VALUES (%s, %s, %s, %s, %s, %s)
                    ON CONFLICT (source, path) DO UPDATE
-                   SET title = excluded.title, url = excluded.url, checksum = excluded.checksum, ingested_at = now()
+                   SET title = excluded.title, url = excluded.url, checksum = excluded.checksum,
+                       version = excluded.version, ingested_at = now()
                    RETURNING id""",
-                (source, path, title, url, checksum),
+                (source, path, title, url, checksum, version),
             ).fetchone()
             self.conn.execute("DELETE FROM chunks WHERE document_id = %s", (doc_id,))
             with self.conn.cursor().copy(
-                """COPY chunks (id, document_id, source, ord, heading, heading_path, breadcrumb, anchor, url,
-                                content, tokens, embed_hash, embedding, flags) FROM STDIN WITH (FORMAT BINARY)"""
+                """COPY chunks (id, document_id, source, path, version, ord, heading, heading_path, breadcrumb,
+                                anchor, url, content, tokens, embed_hash, embedding, flags)
+                   FROM STDIN WITH (FORMAT BINARY)"""
             ) as copy:
                 copy.set_types(
-                    ["text", "int8", "text", "int4", "text", "text[]", "text", "text", "text",
-                     "text", "int4", "bytea", "vector", "text[]"]
+                    ["text", "int8", "text", "text", "text", "int4", "text", "text[]", "text",
+                     "text", "text", "text", "int4", "bytea", "vector", "text[]"]
                 )
                 for c in chunks:
                     copy.write_row(
-                        [c.id, doc_id, source, c.ord, c.heading, list(c.heading_path), c.breadcrumb, c.anchor,
-                         c.url, c.content, c.tokens, c.embed_hash, c.embedding, list(c.flags)]
+                        [c.id, doc_id, source, path, version, c.ord, c.heading, list(c.heading_path), c.breadcrumb,
+                         c.anchor, c.url, c.content, c.tokens, c.embed_hash, c.embedding, list(c.flags)]
                     )
 
     def delete_documents(self, source: str, paths: Sequence[str]) -> int:
@@ -356,49 +375,112 @@ class Store:
         """Before a bulk load: COPY into an HNSW-indexed table is ~100x slower than building after."""
         self.conn.execute(f"DROP INDEX IF EXISTS {self.VECTOR_INDEX}")
 
-    def ensure_vector_index(self) -> None:
-        if self.stored_model() is None or self.has_vector_index():
-            return
-        self.conn.execute("SET maintenance_work_mem = '256MB'")
-        self.conn.execute(
-            f"CREATE INDEX IF NOT EXISTS {self.VECTOR_INDEX} ON chunks USING hnsw (embedding vector_cosine_ops)"
-        )
-        self.conn.execute("RESET maintenance_work_mem")
+    def refresh_indexes(self) -> None:
+        """After an ingest: build the HNSW index if it is missing, refresh BM25's statistics."""
+        if self.stored_model() is not None and not self.has_vector_index():
+            self.conn.execute("SET maintenance_work_mem = '256MB'")
+            self.conn.execute(
+                f"CREATE INDEX IF NOT EXISTS {self.VECTOR_INDEX} ON chunks USING hnsw (embedding vector_cosine_ops)"
+            )
+            self.conn.execute("RESET maintenance_work_mem")
+        self.conn.execute("REFRESH MATERIALIZED VIEW lexeme_idf")
 
     # --- search -----------------------------------------------------------------------------
 
-    def search_vector(
+    def search(
         self,
-        query: np.ndarray,
+        vector: np.ndarray,
+        text: str,
         k: int,
-        source: str | None = None,
         *,
+        mode: str = "vector",
+        filters: SearchFilter = SearchFilter(),
         max_distance: float | None = None,
-        exclude_flagged: bool = False,
+        candidates: int = 100,
     ) -> list[SearchHit]:
-        """The k nearest chunks by cosine distance (those within max_distance, when given), best
-        first, ties broken by id.
+        """The k best chunks for a question, best first, ties broken by id.
+
+        vector: nearest by cosine distance (HNSW). text: BM25 over PostgreSQL full-text search, with
+        OR semantics so a question's words need not all appear. hybrid: each side's top
+        `candidates`, fused by reciprocal rank. Every hit carries its cosine distance, and
+        max_distance (the relevance bar) applies to it in every mode.
 
         Iterative index scans keep filtered searches from silently returning fewer than k rows;
         relaxed order is re-sorted by the outer query."""
+        if mode not in SEARCH_MODES:
+            raise StoreError(f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")
+        params = {
+            "q": np.asarray(vector, dtype=np.float32), "text": text, "k": k, "n": max(candidates, k),
+            "source": filters.source, "prefix": filters.path_prefix, "version": filters.version,
+            "exclude_flagged": filters.exclude_flagged, "max_distance": max_distance,
+            "use_vector": mode in ("vector", "hybrid"), "use_text": mode in ("text", "hybrid"),
+            "rrf_k": RRF_K, "k1": BM25_K1, "b": BM25_B,
+        }
         with self.conn.transaction():
             self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             self.conn.execute("SET LOCAL hnsw.ef_search = 100")
-            rows = self.conn.execute(
-                """WITH nearest AS MATERIALIZED (
-                       SELECT id, embedding <=> %(q)s AS distance FROM chunks
-                       WHERE (%(source)s::text IS NULL OR source = %(source)s)
-                         AND (NOT %(exclude_flagged)s OR cardinality(flags) = 0)
-                       ORDER BY embedding <=> %(q)s LIMIT %(k)s)
-                   SELECT c.id, c.source, d.path, c.url, d.title, c.heading, c.breadcrumb, c.content,
-                          n.distance, c.flags
-                   FROM nearest n JOIN chunks c USING (id) JOIN documents d ON d.id = c.document_id
-                   WHERE %(max_distance)s::float8 IS NULL OR n.distance <= %(max_distance)s
-                   ORDER BY n.distance, c.id""",
-                {"q": np.asarray(query, dtype=np.float32), "source": source, "k": k,
-                 "max_distance": max_distance, "exclude_flagged": exclude_flagged},
-            ).fetchall()
-        return [SearchHit(*row[:8], distance=float(row[8]), flags=tuple(row[9])) for row in rows]
+            rows = self.conn.execute(_SEARCH_SQL, params).fetchall()
+        return [SearchHit(*row[:8], distance=float(row[8]), flags=tuple(row[9]), rank_score=float(row[10]))
+                for row in rows]
+
+
+# Filters, shared by both sides of the search.
+_FILTERS = """
+    (%(source)s::text IS NULL OR c.source = %(source)s)
+    AND (%(prefix)s::text IS NULL OR starts_with(c.path, %(prefix)s))
+    AND (%(version)s::text IS NULL OR c.version = %(version)s)
+    AND (NOT %(exclude_flagged)s OR cardinality(c.flags) = 0)
+"""
+
+_SEARCH_SQL = f"""
+WITH vector_side AS MATERIALIZED (
+    SELECT c.id, c.embedding <=> %(q)s AS distance FROM chunks c
+    WHERE %(use_vector)s AND {_FILTERS}
+    ORDER BY c.embedding <=> %(q)s LIMIT %(n)s
+),
+vector_ranked AS (
+    SELECT id, row_number() OVER (ORDER BY distance, id) AS rank FROM vector_side
+),
+query_lexemes AS (
+    SELECT array_agg(DISTINCT lexeme) AS lexemes
+    FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS lexeme
+    WHERE %(use_text)s
+),
+text_query AS (
+    SELECT lexemes, array_to_string(ARRAY(SELECT quote_literal(l) FROM unnest(lexemes) l), ' | ')::tsquery AS tsq
+    FROM query_lexemes WHERE lexemes IS NOT NULL
+),
+text_side AS MATERIALIZED (
+    SELECT c.id,
+           sum(i.idf * (cardinality(u.positions) * (%(k1)s + 1))
+               / (cardinality(u.positions) + %(k1)s * (1 - %(b)s + %(b)s * c.tokens / avg_len.value))) AS bm25
+    FROM text_query t
+    JOIN chunks c ON c.fts @@ t.tsq
+    CROSS JOIN LATERAL unnest(c.fts) AS u(lexeme, positions, weights)
+    JOIN lexeme_idf i ON i.lexeme = u.lexeme
+    CROSS JOIN (SELECT avg(tokens)::float8 AS value FROM chunks) avg_len
+    WHERE u.lexeme = ANY(t.lexemes) AND {_FILTERS}
+    GROUP BY c.id
+    ORDER BY bm25 DESC, c.id LIMIT %(n)s
+),
+text_ranked AS (
+    SELECT id, row_number() OVER (ORDER BY bm25 DESC, id) AS rank FROM text_side
+),
+fused AS (
+    SELECT id, sum(1.0 / (%(rrf_k)s + rank)) AS rrf
+    FROM (SELECT * FROM vector_ranked UNION ALL SELECT * FROM text_ranked) ranks
+    GROUP BY id
+)
+SELECT c.id, c.source, d.path, c.url, d.title, c.heading, c.breadcrumb, c.content,
+       c.embedding <=> %(q)s AS distance, c.flags,
+       CASE WHEN %(use_vector)s AND %(use_text)s THEN f.rrf
+            WHEN %(use_vector)s THEN 1 - (c.embedding <=> %(q)s)
+            ELSE (SELECT bm25 FROM text_side s WHERE s.id = c.id) END AS rank_score
+FROM fused f JOIN chunks c USING (id) JOIN documents d ON d.id = c.document_id
+WHERE %(max_distance)s::float8 IS NULL OR (c.embedding <=> %(q)s) <= %(max_distance)s
+ORDER BY rank_score DESC, c.id
+LIMIT %(k)s
+"""
 
 
 def embed_hash(model: str, text: str) -> bytes:

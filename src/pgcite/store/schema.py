@@ -12,6 +12,7 @@ MIGRATIONS: list[str] = [
         name       text PRIMARY KEY,
         location   text NOT NULL,
         base_url   text NOT NULL DEFAULT '',
+        version    text NOT NULL DEFAULT '',
         created_at timestamptz NOT NULL DEFAULT now(),
         updated_at timestamptz NOT NULL DEFAULT now()
     );
@@ -22,13 +23,17 @@ MIGRATIONS: list[str] = [
         title       text NOT NULL,
         url         text NOT NULL DEFAULT '',
         checksum    text NOT NULL,
+        version     text NOT NULL DEFAULT '',  -- a label set at ingest (--version), for filters
         ingested_at timestamptz NOT NULL DEFAULT now(),
         UNIQUE (source, path)
     );
     CREATE TABLE chunks (
         id           text PRIMARY KEY,  -- {source}:{path}#{index}
         document_id  bigint NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
-        source       text NOT NULL,     -- repeated from documents so filtered searches need no join
+        -- source, path and version are repeated from documents so filtered searches need no join
+        source       text NOT NULL,
+        path         text NOT NULL,
+        version      text NOT NULL DEFAULT '',
         ord          int NOT NULL,
         heading      text NOT NULL,
         heading_path text[] NOT NULL,
@@ -39,11 +44,20 @@ MIGRATIONS: list[str] = [
         tokens       int NOT NULL,
         embed_hash   bytea NOT NULL,    -- sha256(model, embedded text): the embedding cache key
         flags        text[] NOT NULL DEFAULT '{}',  -- injection-style text found at ingest (safety.py)
-        fts          tsvector GENERATED ALWAYS AS (to_tsvector('english', breadcrumb || ' ' || content)) STORED
+        -- Full-text side of hybrid search; the breadcrumb is weighted A so headings can count more.
+        fts          tsvector GENERATED ALWAYS AS (
+                         setweight(to_tsvector('english', breadcrumb), 'A') || to_tsvector('english', content)) STORED
     );
     CREATE INDEX chunks_document_idx ON chunks (document_id);
     CREATE INDEX chunks_source_idx ON chunks (source);
     CREATE INDEX chunks_embed_hash_idx ON chunks (embed_hash);
     CREATE INDEX chunks_fts_idx ON chunks USING gin (fts);
+    -- BM25's inverse document frequency per lexeme, refreshed after each ingest.
+    CREATE MATERIALIZED VIEW lexeme_idf AS
+        SELECT df.lexeme, ln(1 + (n.total - df.ndoc + 0.5) / (df.ndoc + 0.5)) AS idf
+        FROM (SELECT lexeme, count(*) AS ndoc FROM chunks, unnest(tsvector_to_array(fts)) AS lexeme
+              GROUP BY lexeme) df,
+             (SELECT count(*) AS total FROM chunks) n;
+    CREATE UNIQUE INDEX lexeme_idf_lexeme_idx ON lexeme_idf (lexeme);
     """,
 ]
