@@ -47,7 +47,7 @@ def test_ingest_own_docs_then_search_status_and_sources(env: dict[str, str]):
     assert results[0]["path"] == "production.md", [(r["path"], r["heading"]) for r in results]
     assert "PGCITE_DATABASE_URL" in results[0]["content"]
     assert results[0]["url"].startswith("https://pgcite.dev/production.html")
-    assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
+    assert [r["rank_score"] for r in results] == sorted((r["rank_score"] for r in results), reverse=True)
 
     human = pgcite("search", "How do I stop the embedded server?", "-k", "2", env=env)
     assert human.returncode == 0 and "1. " in human.stdout and "pgcite stop" in human.stdout

@@ -117,7 +117,7 @@ def test_search_finds_the_right_section_with_provenance(settings: Settings, embe
     assert top.breadcrumb == "Widget Guide > Tuning widgets > Safety"
     assert top.url == "https://w.dev/guide/widgets.html#safety"
     assert top.title == "Widget Guide" and 0 < top.score <= 1
-    assert [h.distance for h in hits] == sorted(h.distance for h in hits)
+    assert [h.rank_score for h in hits] == sorted((h.rank_score for h in hits), reverse=True)
 
 
 def test_a_bad_file_is_reported_and_its_stored_version_kept(settings: Settings, embedder, tmp_path: Path):

@@ -17,6 +17,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from .config import DEFAULT_SEARCH_MODE
 from .embedding import Embedder
 from .generation import REFUSAL, Generator, Passage, Usage
 from .retrieval import DEFAULT_MAX_DISTANCE, Dropped, retrieve, select_context
@@ -172,7 +173,7 @@ def ask_stream(
     max_distance: float = DEFAULT_MAX_DISTANCE,
     context: int = 5,
     token_budget: int = 3000,
-    mode: str = "vector",
+    mode: str = DEFAULT_SEARCH_MODE,
     filters: SearchFilter = SearchFilter(exclude_flagged=True),
 ) -> Iterator[str | Answer]:
     """Yield the answer text as it is written (invalid citations already removed), then the

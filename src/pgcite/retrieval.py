@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from .config import DEFAULT_SEARCH_MODE
 from .embedding import Embedder
 from .errors import PgciteError
 from .generation import Passage
@@ -43,7 +44,7 @@ def search(
     query: str,
     *,
     k: int = 5,
-    mode: str = "vector",
+    mode: str = DEFAULT_SEARCH_MODE,
     filters: SearchFilter = SearchFilter(),
 ) -> list[SearchHit]:
     """The k best chunks, best first (what `pgcite search` shows)."""
@@ -58,7 +59,7 @@ def retrieve(
     question: str,
     *,
     max_distance: float = DEFAULT_MAX_DISTANCE,
-    mode: str = "vector",
+    mode: str = DEFAULT_SEARCH_MODE,
     filters: SearchFilter = SearchFilter(exclude_flagged=True),
 ) -> list[SearchHit]:
     """Every chunk within the relevance bar (up to MAX_CANDIDATES), best first."""

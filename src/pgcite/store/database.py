@@ -182,7 +182,8 @@ class Store:
                     for version, step in enumerate(MIGRATIONS[current:], start=current + 1):
                         conn.execute(step)
                         conn.execute("INSERT INTO pgcite_schema (version) VALUES (%s)", (version,))
-                    self._grant_reader()
+                    if current < len(MIGRATIONS):
+                        self._grant_reader()
         except pgerrors.FeatureNotSupported:
             raise StoreError(
                 f"PostgreSQL at {self.where} has no pgvector extension; install pgvector on that server "
@@ -236,7 +237,8 @@ class Store:
                 f"{MAX_INDEXED_DIMENSION}: choose a smaller model, or ask the server for fewer dimensions"
             )
         with self.conn.transaction():
-            self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('pgcite:model', 0))")
+            # The same lock as migrations: both change the schema and grant rights.
+            self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('pgcite:migrate', 0))")
             stored = self.stored_model()
             if stored is None:
                 self.conn.execute(
@@ -452,11 +454,11 @@ text_query AS (
 ),
 text_side AS MATERIALIZED (
     SELECT c.id,
-           sum(i.idf * (cardinality(u.positions) * (%(k1)s + 1))
-               / (cardinality(u.positions) + %(k1)s * (1 - %(b)s + %(b)s * c.tokens / avg_len.value))) AS bm25
+           sum(i.idf * (u.tf * (%(k1)s + 1))
+               / (u.tf + %(k1)s * (1 - %(b)s + %(b)s * c.tokens / avg_len.value))) AS bm25
     FROM text_query t
     JOIN chunks c ON c.fts @@ t.tsq
-    CROSS JOIN LATERAL unnest(c.fts) AS u(lexeme, positions, weights)
+    CROSS JOIN LATERAL (SELECT lexeme, cardinality(positions) AS tf FROM unnest(c.fts) AS x(lexeme, positions)) u
     JOIN lexeme_idf i ON i.lexeme = u.lexeme
     CROSS JOIN (SELECT avg(tokens)::float8 AS value FROM chunks) avg_len
     WHERE u.lexeme = ANY(t.lexemes) AND {_FILTERS}

@@ -44,9 +44,8 @@ MIGRATIONS: list[str] = [
         tokens       int NOT NULL,
         embed_hash   bytea NOT NULL,    -- sha256(model, embedded text): the embedding cache key
         flags        text[] NOT NULL DEFAULT '{}',  -- injection-style text found at ingest (safety.py)
-        -- Full-text side of hybrid search; the breadcrumb is weighted A so headings can count more.
-        fts          tsvector GENERATED ALWAYS AS (
-                         setweight(to_tsvector('english', breadcrumb), 'A') || to_tsvector('english', content)) STORED
+        -- Full-text side of hybrid search (BM25 in SQL, see Store.search).
+        fts          tsvector GENERATED ALWAYS AS (to_tsvector('english', breadcrumb || ' ' || content)) STORED
     );
     CREATE INDEX chunks_document_idx ON chunks (document_id);
     CREATE INDEX chunks_source_idx ON chunks (source);
