@@ -18,6 +18,8 @@ $(STAMP): pyproject.toml constraints.txt
 demo: install
 	$(VENV)/bin/pgcite ingest docs --source pgcite --base-url https://pgcite.dev/
 	$(VENV)/bin/pgcite search "How do I point pgcite at my own PostgreSQL server?" -k 3
+	$(VENV)/bin/pgcite ask "How do I point pgcite at my own PostgreSQL server?"
+	$(VENV)/bin/pgcite ask "Am I a cat?"
 
 test: install
 	$(VENV)/bin/python -m pytest -q
