@@ -260,7 +260,7 @@ def test_folder_file_over_limit_is_skipped_without_reading(
     monkeypatch.setattr(sources, "open", spy_open, raising=False)
     got = by_path(list(FolderSource(str(root), limits=Limits(max_file_bytes=100)).scan()))
     assert got["big.md"] == Skipped(
-        "big.md", "file is 500 bytes, over the 100 bytes limit: split it or raise --max-file-size"
+        "big.md", "file is 500 bytes, over the 100 bytes limit: split it or raise PGCITE_MAX_FILE_BYTES"
     )
     assert isinstance(got["small.md"], Document)
     assert opened == ["small.md"]  # the size was checked before reading
@@ -271,7 +271,7 @@ def test_file_size_message_uses_megabytes(tmp_path: Path) -> None:
     write(root, "big.md", "x" * 6_000_000)
     (rec,) = FolderSource(str(root)).scan()
     assert rec == Skipped(
-        "big.md", "file is 6 MB, over the 5 MB limit: split it or raise --max-file-size"
+        "big.md", "file is 6 MB, over the 5 MB limit: split it or raise PGCITE_MAX_FILE_BYTES"
     )
 
 
@@ -438,7 +438,7 @@ def test_zip_member_over_file_limit_is_skipped(tmp_path: Path) -> None:
     zpath = make_zip(tmp_path / "a.zip", {"big.md": "x" * 500, "small.md": "# ok\n"})
     got = by_path(list(open_source(str(zpath), limits=Limits(max_file_bytes=100)).scan()))
     assert got["big.md"] == Skipped(
-        "big.md", "file is 500 bytes, over the 100 bytes limit: split it or raise --max-file-size"
+        "big.md", "file is 500 bytes, over the 100 bytes limit: split it or raise PGCITE_MAX_FILE_BYTES"
     )
     assert isinstance(got["small.md"], Document)
 
@@ -602,7 +602,7 @@ def test_s3_scan_lists_filters_and_reads(bucket: str, location: str) -> None:
     assert got["guide/intro.md"] == Document("guide/intro.md", "# Intro\n", sha(b"# Intro\n"))
     assert got["binary.md"] == Skipped("binary.md", "binary file, not Markdown text")
     assert got["big.md"] == Skipped(
-        "big.md", "file is 500 bytes, over the 100 bytes limit: split it or raise --max-file-size"
+        "big.md", "file is 500 bytes, over the 100 bytes limit: split it or raise PGCITE_MAX_FILE_BYTES"
     )
     latin1 = got["latin1.md"]
     assert isinstance(latin1, Skipped) and "invalid byte at offset 5" in latin1.reason

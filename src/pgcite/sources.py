@@ -207,8 +207,8 @@ def _to_record(path: str, raw: bytes, limits: Limits) -> Document | Skipped:
 # --------------------------------------------------------------------------- folder
 
 
-class FolderSource:
-    """A directory walked recursively; symlinks are followed only inside the root."""
+class _Reader:
+    """What every source shares: where it is, which paths it reads, and its limits."""
 
     def __init__(
         self,
@@ -222,15 +222,22 @@ class FolderSource:
         self.exclude = tuple(exclude)
         self.include = tuple(include)
         self.limits = limits
+
+    def _wanted(self, rel: str) -> bool:
+        return is_included(rel, self.include) and not is_excluded(rel, self.exclude)
+
+
+class FolderSource(_Reader):
+    """A directory walked recursively; symlinks are followed only inside the root."""
+
+    def __init__(self, location: str, **options: Any) -> None:
+        super().__init__(location, **options)
         self._root = os.path.realpath(location)
         if not os.path.isdir(self._root):
             raise SourceError(_one_line(f"no such folder: {location}: check the path"))
 
     def _inside(self, real: str) -> bool:
         return real == self._root or real.startswith(self._root.rstrip(os.sep) + os.sep)
-
-    def _wanted(self, rel: str) -> bool:
-        return is_included(rel, self.include) and not is_excluded(rel, self.exclude)
 
     def _walk(
         self, abs_dir: str, rel_dir: str, ancestors: frozenset[str]
@@ -333,21 +340,11 @@ def _safe_member_path(name: str) -> str | None:
     return "/".join(parts)
 
 
-class ZipSource:
+class ZipSource(_Reader):
     """A .zip archive read in place with `zipfile`; nothing is extracted to disk."""
 
-    def __init__(
-        self,
-        location: str,
-        *,
-        exclude: Sequence[str] = DEFAULT_EXCLUDE,
-        include: Sequence[str] = DEFAULT_INCLUDE,
-        limits: Limits = Limits(),
-    ) -> None:
-        self.location = location
-        self.exclude = tuple(exclude)
-        self.include = tuple(include)
-        self.limits = limits
+    def __init__(self, location: str, **options: Any) -> None:
+        super().__init__(location, **options)
         with self._open():  # fail now on a corrupt archive, not halfway through a run
             pass
 
@@ -373,9 +370,7 @@ class ZipSource:
                 reason = f"unsafe path in zip (absolute or '..'): {info.filename}"
                 by_path[info.filename] = Skipped(info.filename, _one_line(reason))
                 continue
-            if not path or not is_included(path, self.include):
-                continue
-            if is_excluded(path, self.exclude):
+            if not path or not self._wanted(path):
                 continue
             # A name listed twice: the later entry wins, as when unzipping.
             by_path[path] = self._check(path, info)
@@ -439,22 +434,11 @@ def _parse_s3(location: str) -> tuple[str, str]:
     return bucket, f"{prefix}/" if prefix else ""
 
 
-class S3Source:
+class S3Source(_Reader):
     """Objects under s3://bucket/prefix, listed then downloaded one at a time."""
 
-    def __init__(
-        self,
-        location: str,
-        *,
-        exclude: Sequence[str] = DEFAULT_EXCLUDE,
-        include: Sequence[str] = DEFAULT_INCLUDE,
-        limits: Limits = Limits(),
-        endpoint_url: str | None = None,
-    ) -> None:
-        self.location = location
-        self.exclude = tuple(exclude)
-        self.include = tuple(include)
-        self.limits = limits
+    def __init__(self, location: str, *, endpoint_url: str | None = None, **options: Any) -> None:
+        super().__init__(location, **options)
         self.bucket, self.prefix = _parse_s3(location)
         self._client = self._make_client(endpoint_url)
 
@@ -544,9 +528,7 @@ class S3Source:
                     if key.endswith("/"):  # "folder" placeholder objects
                         continue
                     rel = "/".join(_split(key[len(self.prefix):]))
-                    if not rel or not is_included(rel, self.include):
-                        continue
-                    if is_excluded(rel, self.exclude):
+                    if not rel or not self._wanted(rel):
                         continue
                     found[rel] = (rel, key, int(obj.get("Size", 0)))
         except (BotoCoreError, ClientError) as err:
