@@ -64,6 +64,29 @@ def test_ingest_own_docs_then_search_status_and_sources(env: dict[str, str]):
     assert gone.returncode == 1 and "no source named 'pgcite'" in gone.stderr
 
 
+def test_ask_own_docs_offline_with_citations_and_refuses_off_topic(env: dict[str, str]):
+    assert pgcite("ingest", "docs", "--source", "pgcite", "--base-url", "https://pgcite.dev/", env=env).returncode == 0
+    done = pgcite("ask", "How do I stop the embedded PostgreSQL server?", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["generator"] == "extractive" and not answer["refused"]
+    assert "pgcite stop" in answer["answer"]
+    numbers = [s["number"] for s in answer["sources"]]
+    assert answer["citations"] and set(answer["citations"]) <= set(numbers)
+    assert answer["checks"]["invalid_citations"] == [] and answer["checks"]["foreign_links"] == []
+    cited = [s for s in answer["sources"] if s["number"] in answer["citations"]]
+    assert any("pgcite stop" in s["content"] for s in cited)
+    assert set(answer) >= {"answer", "refused", "generator", "citations", "sources", "dropped", "checks", "usage"}
+
+    human = pgcite("ask", "How do I stop the embedded PostgreSQL server?", env=env)
+    assert human.returncode == 0 and "Sources" in human.stdout and "answered by extractive" in human.stdout
+    assert "[1]" in human.stdout
+
+    cat = pgcite("ask", "Am I a cat?", "--json", env=env)
+    refused = json.loads(cat.stdout)
+    assert refused["refused"] and refused["answer"] == "Not in the documents."
+
+
 def test_zip_source_and_source_filter(env: dict[str, str], tmp_path: Path):
     archive = tmp_path / "handbook.zip"
     with zipfile.ZipFile(archive, "w") as zf:

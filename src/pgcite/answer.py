@@ -114,8 +114,10 @@ def _claims(answer: str) -> list[str]:
     prose = re.sub(r"```.*?```", " ", answer, flags=re.DOTALL)
     claims = []
     for line in prose.splitlines():
-        line = line.strip().lstrip("-*>#| ").strip()
-        claims += [s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z`\"(\[])", line) if s.strip()]
+        line = re.sub(r"^\s*(?:[-*+>#|]+|\d+[.)])\s+", "", line).strip()
+        # A sentence ends at . ! or ? before a capital, quote or code span; a citation written
+        # after the full stop ("... done. [2]") stays with its sentence.
+        claims += [s.strip() for s in re.split(r"(?<=[.!?\]])\s+(?=[A-Z`\"(])", line) if s.strip()]
     return claims
 
 
