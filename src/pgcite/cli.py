@@ -367,7 +367,7 @@ def eval_questions(
         records = None
         if generator is not None:
             progress.reset(task, total=len(qs), description=f"asking ({generator.name})", item="")
-            records = run_answers(qs, store, embedder, generator, source=source,
+            records = run_answers(qs, store, embedder, generator, source=source, mode=settings.search_mode,
                                   token_budget=settings.chat_context_tokens, progress=advance)
     report = evaluate(qs, retrievals, records, k=k)
     report.info = {"questions": len(qs), "source": source, "search_mode": settings.search_mode,
@@ -380,7 +380,7 @@ def eval_questions(
         out.print(_eval_table(report, escape(title)))
     if failures := failed_bars(report, bars):
         for line in failures:
-            err.print(f"[red]below the bar:[/] {escape(line)}", soft_wrap=True)
+            err.print(f"[red]fail:[/] {escape(line)}", soft_wrap=True)
         raise typer.Exit(1)
 
 

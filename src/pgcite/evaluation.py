@@ -7,7 +7,8 @@ Three layers, kept apart so the arithmetic can be checked by hand:
 - `evaluate`: a pure function from per-question ranked sections (and answer records) to metrics;
 - `run_searches` / `run_answers` / `compare`: the parts that talk to the database and the models.
 
-A question set is one JSON object per line:
+A question set is one JSON object per line (fields: id, question, gold, chunk_fact,
+answer_fact, answerable, forbidden; only question is required):
 
     {"id": "stop", "question": "How do I stop the server?",
      "gold": [{"path": "storage.md", "heading": "The embedded server's lifecycle"}],
@@ -19,8 +20,15 @@ chunks per wanted section and keeps the first k distinct sections, so three chun
 section count once. A retrieved section answers a question when its path is a gold path and the
 gold heading is its heading, or the last element(s) of its heading trail ("Title > H2 > H3";
 the intro section's trail ends with the page title). A gold without a heading accepts any
-section of that page. A question with a chunk_fact and no gold is answered by a section when
-one of its chunks among the top ones contains the fact (whitespace collapsed, ignoring case)."""
+section of that page. Headings are compared ignoring case, whitespace, backticks and HTML tags
+(the stored heading of "## `Max` <Badge .../>" is "Max"). A question with a chunk_fact and no gold
+is answered by a section when one of its chunks among the top ones contains the fact (whitespace
+collapsed, ignoring case); fact@3 asks the same of every question with a chunk_fact, which
+judges fixed windows fairly: a window is labelled with the section it starts in.
+
+`--compare` runs the same searches over the corpus re-chunked with each strategy. The bundled
+model reads 256 tokens (special tokens included), so 512-token windows are embedded from their
+first 254 tokens only, although the whole window is stored and returned."""
 
 from __future__ import annotations
 
@@ -113,7 +121,8 @@ def parse_question(line: str, number: int, name: str = "questions") -> Question:
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise EvalError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); one JSON object per line") from None
+        raise EvalError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); "
+                        "write one JSON object per line") from None
     if not isinstance(data, dict):
         raise EvalError(f"{where}: expected a JSON object, got {type(data).__name__}")
     if unknown := sorted(set(data) - _FIELDS):
@@ -194,6 +203,15 @@ class RankedSection:
         return f"{self.path} > {self.heading}" if self.heading else self.path
 
 
+_MARKUP = re.compile(r"<[^>]*>|`")
+
+
+def heading_key(heading: str) -> str:
+    """A heading as compared: HTML tags (`<Badge .../>`) and backticks removed, whitespace
+    collapsed, case folded; so a gold heading may be copied from the Markdown as written."""
+    return collapse(_MARKUP.sub("", heading))
+
+
 def matches(gold: Gold, section: RankedSection) -> bool:
     """Same path, and the gold heading is the section's heading or names the end of its trail
     ("Install" or "Guide > Install"); no gold heading means any section of the page."""
@@ -201,11 +219,10 @@ def matches(gold: Gold, section: RankedSection) -> bool:
         return False
     if gold.heading is None:
         return True
-    wanted = collapse(gold.heading)
-    if wanted == collapse(section.heading):
+    if heading_key(gold.heading) == heading_key(section.heading):
         return True
-    parts = tuple(collapse(p) for p in gold.heading.split(" > "))
-    trail = tuple(collapse(t) for t in section.trail)
+    parts = tuple(heading_key(p) for p in gold.heading.split(" > "))
+    trail = tuple(heading_key(t) for t in section.trail)
     return 0 < len(parts) <= len(trail) and trail[-len(parts):] == parts
 
 
@@ -452,29 +469,32 @@ def run_searches(
     progress: Progress | None = None,
 ) -> dict[str, Retrieval]:
     from .retrieval import search
+    from .store import SearchFilter
 
     retrievals = {}
     for q in questions:
         if progress:
             progress(q.id)
-        hits = search(store, embedder, q.question, k=fetch_size(k), source=source, mode=mode)
+        hits = search(store, embedder, q.question, k=fetch_size(k), mode=mode, filters=SearchFilter(source=source))
         retrievals[q.id] = Retrieval(tuple(distinct_sections(hits, max(k, 3))),
                                      sum(_tokens(embedder, h) for h in hits[:3]))
     return retrievals
 
 
 def run_answers(
-    questions: Sequence[Question], store, embedder, generator, *, source: str | None = None,
+    questions: Sequence[Question], store, embedder, generator, *, source: str | None = None, mode: str = "vector",
     token_budget: int = 3000, progress: Progress | None = None,
 ) -> dict[str, AnswerRecord]:
+    """Each question through `ask`, as `pgcite ask` runs it (flagged chunks left out)."""
     from .answer import ask
+    from .store import SearchFilter
 
     records = {}
     for q in questions:
         if progress:
             progress(q.id)
-        answer = ask(q.question, store=store, embedder=embedder, generator=generator, source=source,
-                     token_budget=token_budget)
+        answer = ask(q.question, store=store, embedder=embedder, generator=generator, mode=mode,
+                     token_budget=token_budget, filters=SearchFilter(source=source, exclude_flagged=True))
         by_number = {p.number: p.hit.content for p in answer.sources}
         records[q.id] = AnswerRecord(answer.text, answer.refused, tuple(answer.citations),
                                      tuple(by_number[n] for n in answer.citations if n in by_number),
