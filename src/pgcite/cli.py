@@ -285,11 +285,14 @@ def _eval_table(report, title: str):
 
 
 def _compare_table(results, title: str):
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left")
-    for column in ("strategy", "chunks", "hit@1", "hit@3", "MRR", "fact@3", "top-3 tokens", "seconds"):
-        table.add_column(column, justify="left" if column == "strategy" else "right")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1),
+                  pad_edge=False)
+    table.add_column("strategy", no_wrap=True, min_width=max(len(r.name) for r in results) if results else 8)
+    for column in ("chunks", "hit@1", "hit@3", "MRR", "fact@3", "top-3\ntokens", "seconds"):
+        table.add_column(column, justify="right")
 
     def rate(result, name: str) -> str:
         value = result.report.metrics[name].value

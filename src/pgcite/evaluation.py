@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from .config import DEFAULT_SEARCH_MODE
 from .errors import PgciteError
 
 # Metric names, in the order they are shown. Rates are in [0, 1]; top3_tokens is a cost.
@@ -465,7 +466,7 @@ def _tokens(embedder, hit) -> int:
 
 
 def run_searches(
-    questions: Sequence[Question], store, embedder, *, k: int, source: str | None = None, mode: str = "vector",
+    questions: Sequence[Question], store, embedder, *, k: int, source: str | None = None, mode: str = DEFAULT_SEARCH_MODE,
     progress: Progress | None = None,
 ) -> dict[str, Retrieval]:
     from .retrieval import search
@@ -482,7 +483,7 @@ def run_searches(
 
 
 def run_answers(
-    questions: Sequence[Question], store, embedder, generator, *, source: str | None = None, mode: str = "vector",
+    questions: Sequence[Question], store, embedder, generator, *, source: str | None = None, mode: str = DEFAULT_SEARCH_MODE,
     token_budget: int = 3000, progress: Progress | None = None,
 ) -> dict[str, AnswerRecord]:
     """Each question through `ask`, as `pgcite ask` runs it (flagged chunks left out)."""

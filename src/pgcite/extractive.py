@@ -37,6 +37,9 @@ Context rules:
   (that is where the code usually is: "Enable it per document type. Use the attribute:" + code).
 - A question in the text is a unit together with the sentence that follows it.
 - Code is kept whole or not at all: a block longer than 25 lines is never written.
+- A sentence, item or row holding a bracketed number of its own ("[2]" footnote markers, `a[0]`)
+  is never written, so every `[n]` outside a code block is a citation. Code blocks are written
+  whatever they hold (`args[0]`): their citation is the `[n]` line after the closing fence.
 - `max_units` counts units: a lead-in with its block is one unit.
 
 Writing: prose sentences of one passage that follow each other in the answer are joined with
@@ -60,8 +63,8 @@ Calibration of `min_score` = 0.25 (best-unit scores; MiniLM on CPU):
   answerable questions scored 0.54-1.01; the 7 off-topic ones ("Am I a cat?", "What is the
   capital of France?", "How tall is Mount Everest?", ...) 0.05-0.11.
 - anthropic-docs (../shared/corpora), the 50 dev questions with their gold sections as passages:
-  the questions scored 0.30-0.89 (median 0.52); the same 7 off-topic questions asked against each
-  of those 50 passage sets (350 cases) scored 0.02-0.19 (median 0.07).
+  the questions scored 0.30-0.85 (median 0.52); the same 7 off-topic questions asked against each
+  of those 50 passage sets (350 cases) scored -0.01-0.19 (median 0.07).
 0.25 sits in both gaps: 0.06 above the highest off-topic score seen, 0.05 below the lowest
 answerable one on real pages and 0.29 below it on the test passages. An on-topic question the
 passages do not answer ("Does pgcite support Oracle?" against pgcite's docs, 0.45) scores like an
@@ -191,6 +194,7 @@ _ABBREVIATIONS = frozenset(
     "e.g i.e etc vs cf approx incl esp al fig no nos mr mrs ms dr st vol ex eg ie resp".split()
 )
 _BOUNDARY = re.compile(r"(?:[.!?][\"')\]*_]*|:[\"')\]*_]*(?=[ \t]*\n))\s+")
+_BRACKETED_NUMBER = re.compile(r"\[\d+\]")
 _STARTS_SENTENCE = re.compile(r"[\"'(\[*_`]*[A-Z0-9]")
 
 
@@ -240,6 +244,7 @@ class _Atom:
     fragment: bool = False
     last_in_block: bool = False
     line_break: bool = False  # prose: a line break follows it in the source
+    cites: bool = False  # holds a bracketed number outside code, like a citation
 
 
 @dataclass
@@ -254,7 +259,7 @@ class _Candidate:
     cosine: float = 0.0
     overlap: float = 0.0
     heading: float = 0.0
-    tail: list[_Atom] = field(default_factory=list)  # taken along when chosen: bare lead-in + its block
+    tail: list[_Atom] = field(default_factory=list)  # taken along when chosen: next lead-in + its block
 
 
 @dataclass(frozen=True)
@@ -383,6 +388,10 @@ def _atoms(content: str) -> list[_Atom]:
                     block += 1
         i += 1
     atoms.sort(key=lambda a: a.position)
+    for atom in atoms:
+        # the source's own "[2]" (a footnote marker, `args[2]`) would read as a citation: never
+        # quote it outside code blocks, whose citation is the line after the fence
+        atom.cites = atom.kind != "code" and _BRACKETED_NUMBER.search(atom.text) is not None
     return atoms
 
 
@@ -423,7 +432,10 @@ def _candidates(index: int, passage: Passage) -> list[_Candidate]:
             out.append(candidate([atoms[previous], atom, *led]))
         else:
             out.append(candidate([atom, *led]))
-    return out
+    for c in out:
+        if any(a.cites for a in c.tail):
+            c.tail = []
+    return [c for c in out if not any(a.cites for a in c.atoms)]
 
 
 def _led(atoms: Sequence[_Atom], n: int) -> list[_Atom]:
