@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from itertools import zip_longest
 from pathlib import Path
 
 import pytest
@@ -294,17 +295,19 @@ def test_anthropic_docs_gold_sections_spot_check(generator):
     chunks: dict[str, list] = {}
     recall, ceiling, refused = [], [], 0
     for q in questions:
-        hits = []
+        sections = []
         for gold in q["gold"]:
             if gold["path"] not in chunks:
                 doc = parse((root / "pages" / gold["path"]).read_text(), gold["path"])
                 chunks[gold["path"]] = [(doc.title, c) for c in chunk_by_headings(doc, generator.embedder.count_tokens)]
-            hits += [
+            sections.append([
                 SearchHit(str(c.index), "anthropic", gold["path"], "", title, c.heading, c.breadcrumb, c.content, 0.3)
                 for title, c in chunks[gold["path"]]
                 if c.heading == gold["heading"]
-            ]
-        passages = [Passage(i + 1, h) for i, h in enumerate(hits[:5])]
+            ])
+        # the first chunks of each gold section in turn, five at most
+        hits = [h for rank in zip_longest(*sections) for h in rank if h is not None][:5]
+        passages = [Passage(i + 1, h) for i, h in enumerate(hits)]
         text = generator.answer(q["question"], passages)
         refused += text == REFUSAL
         reference = _content_words(q["answer"]) - _content_words(q["question"])
