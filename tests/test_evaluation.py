@@ -185,6 +185,14 @@ def test_questions_parse_with_defaults_and_blank_lines():
     assert not qs[0].judged_on_retrieval  # no gold, no chunk_fact
 
 
+def test_a_reference_answer_is_accepted_and_not_scored():
+    # The shape of ../shared/corpora/anthropic-docs/questions-dev.jsonl.
+    line = ('{"id": "efc09699", "question": "How?", "gold": [{"path": "a.md", "heading": "H"}], '
+            '"answer": "Click Add Test Case."}')
+    (q,) = parse_questions([line])
+    assert (q.id, q.gold, q.answer_fact) == ("efc09699", (Gold("a.md", "H"),), None)
+
+
 @pytest.mark.parametrize("bad, message", [
     ('{"question": "How?",}', "line 3: not valid JSON"),
     ('["How?"]', "line 3: expected a JSON object"),
@@ -194,6 +202,7 @@ def test_questions_parse_with_defaults_and_blank_lines():
     ('{"question": "How?", "gold": "a.md"}', 'line 3: "gold" must be a list'),
     ('{"question": "How?", "answer_fact": "(unclosed"}', "line 3: 'answer_fact' is not a valid regular expression"),
     ('{"question": "How?", "answerable": "no"}', 'line 3: "answerable" must be true or false'),
+    ('{"question": "How?", "answer": ["a"]}', 'line 3: "answer" (the reference answer) must be a string'),
     ('{"question": "How?", "answerable": false, "chunk_fact": "x"}', "line 3: a question with \"answerable\": false"),
     ('{"id": "one", "question": "Again?"}', "line 3: duplicate id 'one' (first on line 1)"),
 ])
@@ -359,6 +368,11 @@ def test_cli_json_is_byte_identical_and_fail_under_sets_the_exit_code(widget_set
     assert bad.returncode == 1 and "bad.jsonl line 2: not valid JSON" in bad.stderr and "Traceback" not in bad.stderr
     unknown = _pgcite("eval", str(questions_file), "--source", "nope", env=env)
     assert unknown.returncode == 1 and "no source named 'nope'" in unknown.stderr
+    bad_mode = _pgcite("eval", str(questions_file), "--mode", "vectr", env=env)
+    assert bad_mode.returncode == 2 and "unknown search mode 'vectr'" in bad_mode.stderr
+
+    vector = json.loads(_pgcite(*args, "--mode", "vector", env=env).stdout)
+    assert vector["search_mode"] == "vector" and payload["search_mode"] == "hybrid"
 
 
 def test_compare_builds_and_drops_throwaway_databases(settings: Settings, embedder, corpus_dir: Path,

@@ -108,6 +108,19 @@ def test_ingest_is_idempotent_and_replaces_only_what_changed(settings: Settings,
     assert not any(cid.startswith("w:faq.md#") for cid in after_delete)
 
 
+def test_other_chunk_settings_re_process_unchanged_files(settings: Settings, embedder, tmp_path: Path):
+    root = _write_docs(tmp_path / "docs")
+    first, before = _run(settings, embedder, root)
+    small = dataclasses.replace(settings, chunk_tokens=16)
+    rechunked, after = _run(small, embedder, root)
+    assert (rechunked.changed, rechunked.unchanged) == (3, 0)  # same bytes, other chunks
+    assert len(after) > len(before) and rechunked.chunks_embedded > 0
+    again, _ = _run(small, embedder, root)
+    assert (again.changed, again.unchanged, again.chunks_embedded) == (0, 3, 0)
+    back, restored = _run(settings, embedder, root)  # back to the defaults: the same chunks again
+    assert back.changed == 3 and restored == before
+
+
 def test_search_finds_the_right_section_with_provenance(settings: Settings, embedder, tmp_path: Path):
     _run(settings, embedder, _write_docs(tmp_path / "docs"))
     with Store.open(settings, read_only=True) as store:

@@ -281,6 +281,35 @@ def test_empty_intro_is_omitted() -> None:
     assert [s.heading_path for s in doc.sections] == [("A",)]
 
 
+def test_a_scraped_table_of_contents_line_is_dropped_and_the_rest_kept() -> None:
+    # As scraped from a docs site: the page's own headings, spaced and then squeezed together.
+    doc = parse(md(
+        """
+        # Vision
+
+        ## Before you upload
+
+        Images must be under 5 MB.
+
+        ## Limitations
+
+        Claude cannot identify people.
+        Before you upload Limitations FAQ
+        BeforeyouuploadLimitationsFAQ
+        See the FAQ for more.
+        Limitations FAQ are listed below.
+
+        ## FAQ
+
+        Ask away.
+        """), "x")
+    assert [b.text for b in all_blocks(doc)] == [
+        "Images must be under 5 MB.",
+        "Claude cannot identify people.\nSee the FAQ for more.\nLimitations FAQ are listed below.",
+        "Ask away.",
+    ]
+
+
 def test_later_h1s_behave_as_h2s() -> None:
     doc = parse("# First\n\nx\n\n## A\n\n### A1\n\n# Second\n\ny\n\n## C\n\nz\n", "t")
     assert doc.title == "First"

@@ -183,3 +183,55 @@ def test_a_model_too_wide_for_the_index_is_refused_before_anything_is_stored(set
         with pytest.raises(StoreError, match=r"3072-dimensional.*at most 2000"):
             store.bind_model("text-embedding-3-large", 3072)
         assert store.stored_model() is None
+
+
+def _unit(cosine: float) -> np.ndarray:
+    """A 2-d unit vector whose cosine with (1, 0) is `cosine`."""
+    return np.array([cosine, np.sqrt(1 - cosine * cosine)], dtype=np.float32)
+
+
+def test_text_and_hybrid_scores_are_bm25_and_cosine_plus_weighted_bm25(settings: Settings):
+    # path -> chunks of its one section: (content, model tokens, cosine with the question).
+    # No breadcrumb, so only the content is indexed. e.md's section has two chunks.
+    fixture = {"a": [("gearbox gearbox speed", 3, 0.2)], "b": [("gearbox oil", 2, 0.9)],
+               "c": [("speed limit", 2, 0.5)], "d": [("paint colour", 2, 0.95)],
+               "e": [("gearbox notes", 2, 0.3), ("speed notes", 2, 0.35)]}
+    with Store.open(settings) as store:
+        store.bind_model("m", 2)
+        store.upsert_source("s", "/s", "")
+        for name, chunks in fixture.items():
+            store.replace_document("s", f"{name}.md", name, "", "x", [ChunkRow(
+                id=f"s:{name}.md#{i}", ord=i, heading="", heading_path=(), breadcrumb="", anchor=None, url="",
+                content=content, tokens=tokens, embed_hash=embed_hash("m", content), embedding=_unit(cosine))
+                for i, (content, tokens, cosine) in enumerate(chunks)])
+        store.refresh_indexes()
+        question = np.array([1.0, 0.0], dtype=np.float32)
+
+        # BM25 by hand: 6 chunks, "gearbox" and "speed" each in 3, so idf = ln(1 + 3.5 / 3.5) = ln 2;
+        # chunks average 13/6 tokens, sections (a..e) 13/5; k1 = 1.2, b = 0.75.
+        def bm25(counts: list[int], length: int, average: float) -> float:
+            return sum(np.log(2) * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average)) for tf in counts)
+
+        chunk = {"a#0": bm25([2, 1], 3, 13 / 6), "b#0": bm25([1], 2, 13 / 6), "c#0": bm25([1], 2, 13 / 6),
+                 "e#0": bm25([1], 2, 13 / 6), "e#1": bm25([1], 2, 13 / 6)}
+        section = {"a": bm25([2, 1], 3, 2.6), "b": bm25([1], 2, 2.6), "c": bm25([1], 2, 2.6),
+                   "e": bm25([1, 1], 4, 2.6)}
+        text = store.search(question, "Gearbox speed?", 10, mode="text")
+        assert [h.id for h in text] == ["s:a.md#0", "s:b.md#0", "s:c.md#0", "s:e.md#0", "s:e.md#1"]  # ties by id
+        assert [h.rank_score for h in text] == pytest.approx([chunk[h.id[2:].replace(".md", "")] for h in text])
+
+        # Hybrid: cosine + 0.5 * chunk BM25 / best + 0.2 * section BM25 / best. d shares no word
+        # with the question but is kept on cosine; e's chunks gain from their section's two words.
+        cosine = {f"{name}#{i}": c for name, chunks in fixture.items() for i, (_, _, c) in enumerate(chunks)}
+        hybrid = {key: cosine[key] + 0.5 * chunk.get(key, 0) / max(chunk.values())
+                  + 0.2 * section.get(key[0], 0) / max(section.values()) for key in cosine}
+        hits = store.search(question, "Gearbox speed?", 10, mode="hybrid")
+        assert [h.id for h in hits] == [f"s:{key.replace('#', '.md#')}" for key in sorted(hybrid, key=hybrid.get, reverse=True)]
+        assert [h.rank_score for h in hits] == pytest.approx(sorted(hybrid.values(), reverse=True), abs=1e-6)
+        assert section["e"] > section["b"]  # the section sum matters: e's chunks alone score like b's
+
+        # The relevance bar is on cosine distance in every mode: only b (0.9) and d (0.95) are within 0.4.
+        barred = store.search(question, "Gearbox speed?", 10, mode="hybrid", max_distance=0.4)
+        assert sorted(h.path for h in barred) == ["b.md", "d.md"]
+        vector = store.search(question, "Gearbox speed?", 10, mode="vector")
+        assert [h.path for h in vector] == ["d.md", "b.md", "c.md", "e.md", "e.md", "a.md"]

@@ -30,6 +30,18 @@ def _settings() -> Settings:
     return load_settings()
 
 
+def _search_mode(value: Optional[str]) -> Optional[str]:
+    from .store import SEARCH_MODES
+
+    if value is not None and value not in SEARCH_MODES:
+        raise typer.BadParameter(f"unknown search mode {value!r}; use one of {', '.join(SEARCH_MODES)}")
+    return value
+
+
+ModeOption = Annotated[Optional[str], typer.Option(
+    "--mode", callback=_search_mode, help="vector, text or hybrid (default: the search_mode setting).")]
+
+
 def _default_source_name(location: str) -> str:
     """`docs/` -> docs, `site.zip` -> site, `s3://bucket/team/docs` -> docs."""
     trimmed = location.rstrip("/")
@@ -83,7 +95,7 @@ def search(
     source: Annotated[Optional[str], typer.Option("--source", help="Only this source.")] = None,
     path: Annotated[Optional[str], typer.Option("--path", help="Only documents whose path starts with this.")] = None,
     version: Annotated[Optional[str], typer.Option("--version", help="Only documents ingested with this label.")] = None,
-    mode: Annotated[Optional[str], typer.Option("--mode", help="vector, text or hybrid (default: the search_mode setting).")] = None,
+    mode: ModeOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
     """Find the sections that best answer a question."""
@@ -138,9 +150,10 @@ def ask(
     threshold: Annotated[Optional[float], typer.Option("--threshold", help="Relevance bar: the largest cosine distance a section may have.")] = None,
     context: Annotated[int, typer.Option("--context", help="How many sections the generator is given at most.")] = 5,
     include_flagged: Annotated[bool, typer.Option("--include-flagged", help="Also use sections flagged as instructions to an AI.")] = False,
+    mode: ModeOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
-    """Answer from the documents only, citing [n] after each claim; or say "Not in the documents." """
+    """Answer from the documents only, citing \\[n] after each claim; or say "Not in the documents." """
     from .answer import Answer, ask_stream
     from .embedding import make_embedder
     from .generation import make_generator
@@ -153,7 +166,7 @@ def ask(
     with Store.open(settings, read_only=True) as store:
         events = ask_stream(question, store=store, embedder=embedder, generator=generator,
                             max_distance=DEFAULT_MAX_DISTANCE if threshold is None else threshold,
-                            context=context, token_budget=settings.chat_context_tokens, mode=settings.search_mode,
+                            context=context, token_budget=settings.chat_context_tokens, mode=mode or settings.search_mode,
                             filters=SearchFilter(source=source, path_prefix=path, version=version,
                                                  exclude_flagged=not include_flagged))
         answer = None
@@ -319,6 +332,7 @@ def eval_questions(
         help="Re-chunk this corpus with each strategy into throw-away databases and compare retrieval.")] = None,
     strategies: Annotated[Optional[str], typer.Option(
         "--strategies", help="With --compare: a comma-separated subset, e.g. heading-256,fixed-256.")] = None,
+    mode: ModeOption = None,
 ) -> None:
     """Measure retrieval (and with --answers, answers) against questions with known answers."""
     from .embedding import make_embedder
@@ -342,6 +356,8 @@ def eval_questions(
     except EvalError as exc:
         raise typer.BadParameter(str(exc), param_hint="--strategies") from None
     settings = _settings()
+    if mode is not None:
+        settings = dataclasses.replace(settings, search_mode=mode)
     qs = load_questions(questions)
     embedder = make_embedder(settings)
     if compare_corpus is not None:

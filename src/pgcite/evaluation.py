@@ -8,7 +8,8 @@ Three layers, kept apart so the arithmetic can be checked by hand:
 - `run_searches` / `run_answers` / `compare`: the parts that talk to the database and the models.
 
 A question set is one JSON object per line (fields: id, question, gold, chunk_fact,
-answer_fact, answerable, forbidden; only question is required):
+answer_fact, answerable, forbidden, and answer, a reference answer kept for readers and not
+scored; only question is required):
 
     {"id": "stop", "question": "How do I stop the server?",
      "gold": [{"path": "storage.md", "heading": "The embedded server's lifecycle"}],
@@ -55,7 +56,7 @@ _ALIASES = {"hit1": "hit@1", "hit3": "hit@3", "mrr@k": "mrr", "recall@k": "recal
 CHUNKS_PER_SECTION = 8
 MAX_FETCH = 50
 
-_FIELDS = {"id", "question", "gold", "chunk_fact", "answer_fact", "answerable", "forbidden"}
+_FIELDS = {"id", "question", "gold", "chunk_fact", "answer_fact", "answerable", "forbidden", "answer"}
 
 
 class EvalError(PgciteError):
@@ -140,6 +141,8 @@ def parse_question(line: str, number: int, name: str = "questions") -> Question:
     chunk_fact = data.get("chunk_fact")
     if chunk_fact is not None and (not isinstance(chunk_fact, str) or not chunk_fact.strip()):
         raise EvalError(f'{where}: "chunk_fact" must be a non-empty string')
+    if not isinstance(data.get("answer", ""), str):
+        raise EvalError(f'{where}: "answer" (the reference answer) must be a string')
     gold = _gold(data.get("gold"), where)
     answer_fact = _regex(data.get("answer_fact"), "answer_fact", where)
     if not answerable and (gold or chunk_fact or answer_fact):

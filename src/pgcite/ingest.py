@@ -6,6 +6,7 @@ before reuse the stored vector."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -17,7 +18,7 @@ from .embedding import Embedder
 from .errors import PgciteError
 from .markdown import ParsedDocument, parse
 from .safety import injection_flags
-from .sources import DEFAULT_EXCLUDE, Document, Limits, Skipped, Source, open_source
+from .sources import DEFAULT_EXCLUDE, Limits, Skipped, Source, open_source
 from .store import ChunkRow, Store, embed_hash
 
 
@@ -60,6 +61,19 @@ def chunk_budget(settings: Settings, embedder: Embedder) -> int:
     return settings.chunk_tokens or embedder.window - 2 - embedder.count_tokens(embedder.document_prefix)
 
 
+# Bump when cleaning or chunking changes what a file turns into, so that stored files are
+# re-processed by the next ingest (their vectors come back from the cache where the text is the same).
+PROCESSING_VERSION = 2
+
+
+def processing_checksum(file_checksum: str, settings: Settings, budget: int) -> str:
+    """What is stored as a document's checksum: the file's bytes and how they were chunked, so an
+    ingest with other chunk settings (or a newer pgcite) re-processes the file instead of skipping it."""
+    recipe = (f"{PROCESSING_VERSION}:{settings.chunk_strategy}:{budget}:{settings.chunk_overlap}:"
+              f"{settings.chunk_breadcrumb}")
+    return hashlib.sha256(f"{file_checksum}\0{recipe}".encode()).hexdigest()
+
+
 def chunk_document(parsed: ParsedDocument, settings: Settings, embedder: Embedder, budget: int) -> list[Chunk]:
     if settings.chunk_strategy == "headings":
         return chunk_by_headings(parsed, embedder.count_tokens, max_tokens=budget,
@@ -72,7 +86,8 @@ def chunk_document(parsed: ParsedDocument, settings: Settings, embedder: Embedde
 
 @dataclass
 class _Pending:
-    document: Document
+    path: str
+    checksum: str  # processing_checksum
     title: str
     chunks: list[Chunk]
     is_new: bool
@@ -122,12 +137,13 @@ def ingest(
             if isinstance(item, Skipped):
                 report.skipped.append(item)  # the stored version, if any, is kept
                 continue
-            if stored.get(item.path) == item.checksum:
+            checksum = processing_checksum(item.checksum, settings, budget)
+            if stored.get(item.path) == checksum:
                 report.unchanged += 1
                 continue
             parsed = parse(item.text, fallback_title=PurePosixPath(item.path).stem)
             chunks = chunk_document(parsed, settings, embedder, budget)
-            pending.append(_Pending(item, parsed.title, chunks, is_new=item.path not in known_paths))
+            pending.append(_Pending(item.path, checksum, parsed.title, chunks, is_new=item.path not in known_paths))
             if sum(len(p.chunks) for p in pending) >= settings.embedding_batch_size * 4:
                 _write(pending, source_name, base_url, version, store, embedder, report)
                 pending = []
@@ -157,7 +173,7 @@ def _write(
         vectors.update(zip(missing.keys(), embedded))
         report.chunks_embedded += len(missing)
     for p in pending:
-        path = p.document.path
+        path = p.path
         rows = [
             ChunkRow(
                 id=f"{source_name}:{path}#{c.index}",
@@ -175,7 +191,7 @@ def _write(
             )
             for c in p.chunks
         ]
-        store.replace_document(source_name, path, p.title, published_url(base_url, path), p.document.checksum, rows,
+        store.replace_document(source_name, path, p.title, published_url(base_url, path), p.checksum, rows,
                                version)
         report.flagged += [f"{path} > {r.heading or p.title}: {', '.join(r.flags)}" for r in rows if r.flags]
         if p.is_new:

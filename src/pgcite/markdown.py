@@ -19,6 +19,10 @@ Decisions worth knowing:
   any other H1 is treated exactly like an H2.
 - The text before the first H2 forms an intro section with heading path () and anchor None:
   a citation for it links to the page itself.
+- A line of a paragraph that is a run of two or more of the page's own headings, in order
+  ("Install Configure Usage", or squeezed "InstallConfigureUsage"), is the page's table of
+  contents left behind when a site was scraped into Markdown. It is dropped: it holds no
+  content, and in whichever section it lands it would match every heading's words.
 """
 
 from __future__ import annotations
@@ -194,6 +198,27 @@ def _slice(lines: list[str], token: Token, kind: str) -> str:
     return text.strip("\n").rstrip() if kind == "code" else text.strip()
 
 
+def _squeeze(text: str) -> str:
+    return "".join(text.split()).casefold()
+
+
+def _drop_outline(paragraph: str, headings: list[str]) -> str:
+    """`paragraph` without its lines that are a run of >= 2 consecutive `headings` (squeezed)."""
+
+    def is_run(line: str) -> bool:
+        for start in range(len(headings) - 1):
+            position, count = 0, 0
+            for heading in headings[start:]:
+                if not heading or not line.startswith(heading, position):
+                    break
+                position, count = position + len(heading), count + 1
+                if position == len(line):
+                    return count >= 2
+        return False
+
+    return "\n".join(line for line in paragraph.split("\n") if not is_run(_squeeze(line))).strip()
+
+
 def parse(text: str, fallback_title: str) -> ParsedDocument:
     """Clean `text` and split it into sections (one per heading) of top-level blocks."""
     body, front_matter = clean(text)
@@ -210,6 +235,7 @@ def parse(text: str, fallback_title: str) -> ParsedDocument:
             texts[i] = heading
             anchors[i] = _unique(custom if custom else slugify(heading), used)
 
+    outline = [_squeeze(heading) for heading in texts.values()]  # document order
     title: str | None = None
     stack: list[tuple[int, str]] = []  # (level, text) of the headings in force
     anchor: str | None = None
@@ -242,6 +268,8 @@ def parse(text: str, fallback_title: str) -> ParsedDocument:
             continue
         kind = _BLOCK_KINDS.get(tok.type, "other")
         text_ = _slice(lines, tok, kind)
+        if kind == "paragraph":
+            text_ = _drop_outline(text_, outline)
         if text_:
             blocks.append(Block(kind, text_, tuple(t for _, t in stack), anchor))
     if started or blocks:

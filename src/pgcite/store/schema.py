@@ -59,4 +59,21 @@ MIGRATIONS: list[str] = [
              (SELECT count(*) AS total FROM chunks) n;
     CREATE UNIQUE INDEX lexeme_idf_lexeme_idx ON lexeme_idf (lexeme);
     """,
+    # 2: BM25 statistics per source, so one source's ranking does not depend on what else is
+    # stored, and per section (a heading's chunks taken together) for section-level BM25.
+    """
+    DROP MATERIALIZED VIEW lexeme_idf;
+    CREATE MATERIALIZED VIEW lexeme_idf AS
+        SELECT df.source, df.lexeme, ln(1 + (n.total - df.ndoc + 0.5) / (df.ndoc + 0.5)) AS idf
+        FROM (SELECT source, lexeme, count(*) AS ndoc FROM chunks, unnest(tsvector_to_array(fts)) AS lexeme
+              GROUP BY source, lexeme) df
+        JOIN (SELECT source, count(*) AS total FROM chunks GROUP BY source) n USING (source);
+    CREATE UNIQUE INDEX lexeme_idf_source_lexeme_idx ON lexeme_idf (source, lexeme);
+    CREATE MATERIALIZED VIEW source_stats AS
+        SELECT source, sum(tokens)::float8 / sum(chunks) AS chunk_tokens, avg(tokens)::float8 AS section_tokens
+        FROM (SELECT source, count(*) AS chunks, sum(tokens) AS tokens FROM chunks
+              GROUP BY source, document_id, heading_path) sections
+        GROUP BY source;
+    CREATE UNIQUE INDEX source_stats_source_idx ON source_stats (source);
+    """,
 ]
