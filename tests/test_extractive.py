@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pgcite.extractive import DEFAULT_MIN_SCORE, ExtractiveGenerator, normalise
+from pgcite.extractive import DEFAULT_MIN_COVERAGE, DEFAULT_MIN_SCORE, ExtractiveGenerator, normalise
 from pgcite.generation import REFUSAL, Passage, Usage
 from pgcite.store import SearchHit
 
@@ -171,6 +171,44 @@ def test_min_score_separates_answerable_from_off_topic(generator, capsys):
     assert max(off_topic) < DEFAULT_MIN_SCORE < min(answerable)
     # a margin on both sides, so the bar is not fitted to these exact sentences
     assert DEFAULT_MIN_SCORE - max(off_topic) >= 0.08 and min(answerable) - DEFAULT_MIN_SCORE >= 0.08
+
+
+# On pgcite's topic, about things the passages never mention: their best unit clears min_score (the
+# product's name and topic are everywhere), so only the coverage of the question's words refuses them.
+ON_TOPIC_UNANSWERED = [
+    "Is there an official Docker image for pgcite?",
+    "What does a pgcite enterprise licence cost?",
+    "Which Kubernetes operator deploys pgcite?",
+    "Can pgcite send its answers to Slack?",
+]
+
+
+@pytest.mark.parametrize("question", ON_TOPIC_UNANSWERED)
+def test_refuses_on_topic_questions_the_passages_do_not_answer(generator, embedder, question):
+    assert generator.rank(question, PASSAGES)[0].score >= DEFAULT_MIN_SCORE
+    assert answer(generator, question) == REFUSAL
+    # the coverage bar is what refuses: without it the same passages give a cited answer
+    unbarred = answer(ExtractiveGenerator(embedder, min_coverage=0.0), question)
+    assert unbarred != REFUSAL and units(unbarred)
+
+
+def test_on_topic_answerable_question_still_answers_with_citations(generator, embedder):
+    question = "Which environment variable sets the pgcite home folder?"
+    text = answer(generator, question)
+    assert "`PGCITE_HOME`" in text, text
+    assert all(number == 2 for body, number in units(text) if "PGCITE_HOME" in body), text
+    assert_quoted(text, PASSAGES)
+    # a bar above full coverage refuses it: the bar applies to answerable questions too
+    assert answer(ExtractiveGenerator(embedder, min_coverage=1.01), question) == REFUSAL
+
+
+def test_min_coverage_separates_answerable_from_on_topic_unanswered(generator, capsys):
+    answerable = [generator._score(q, PASSAGES)[1] for q, quote, _ in CASES if quote]
+    unanswered = [generator._score(q, PASSAGES)[1] for q in ON_TOPIC_UNANSWERED]
+    with capsys.disabled():
+        print(f"\ncoverage, answerable:          {sorted(round(c, 3) for c in answerable)}")
+        print(f"coverage, on topic, unanswered: {sorted(round(c, 3) for c in unanswered)}")
+    assert max(unanswered) < DEFAULT_MIN_COVERAGE < min(answerable)
 
 
 def test_no_passages_or_empty_question_refuses(generator):
