@@ -26,6 +26,7 @@ test: install
 
 bench: install
 	$(PY) bench/ingest.py
+	$(PY) bench/retrieval_grid.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

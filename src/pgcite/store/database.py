@@ -480,6 +480,7 @@ section_bm25 AS MATERIALIZED (
           WHERE document_id IN (SELECT document_id FROM term_counts) GROUP BY document_id, heading_path) lengths
          USING (document_id, heading_path)
     JOIN source_stats st USING (source)
+    WHERE %(use_vector)s  -- only the hybrid score uses it
     GROUP BY document_id, heading_path
 ),
 text_side AS (
