@@ -14,7 +14,7 @@ from psycopg.conninfo import make_conninfo
 
 from pgcite.config import Settings
 from pgcite.errors import ModelMismatchError, StoreError
-from pgcite.store import ChunkRow, SearchFilter, Store, embed_hash, server
+from pgcite.store import ChunkRow, SearchFilter, Store, WordMatch, embed_hash, server
 from pgcite.store.schema import MIGRATIONS
 from tests.fake_openai import closed_port
 
@@ -233,5 +233,25 @@ def test_text_and_hybrid_scores_are_bm25_and_cosine_plus_weighted_bm25(settings:
         # The relevance bar is on cosine distance in every mode: only b (0.9) and d (0.95) are within 0.4.
         barred = store.search(question, "Gearbox speed?", 10, mode="hybrid", max_distance=0.4)
         assert sorted(h.path for h in barred) == ["b.md", "d.md"]
+
+        # Coverage: the question's IDF weight found in the chunk. a holds both words (1.0), b one (0.5).
+        assert {h.path: h.coverage for h in hits if h.path in ("a.md", "b.md", "d.md")} == pytest.approx(
+            {"a.md": 1.0, "b.md": 0.5, "d.md": 0.0})
+        # The word-match bar lets a (distance 0.8, all the words) in, only within its own distance.
+        matched = store.search(question, "Gearbox speed?", 10, mode="hybrid", max_distance=0.4,
+                               word_match=WordMatch(0.9, 0.85))
+        assert sorted(h.path for h in matched) == ["a.md", "b.md", "d.md"]
+        # text mode: the same bar over the chunks with a question word (d has none)
+        assert sorted(h.path for h in store.search(question, "Gearbox speed?", 10, mode="text", max_distance=0.4,
+                                                   word_match=WordMatch(0.9, 0.85))) == ["a.md", "b.md"]
+        too_far = store.search(question, "Gearbox speed?", 10, mode="hybrid", max_distance=0.4,
+                               word_match=WordMatch(0.9, 0.75))
+        assert sorted(h.path for h in too_far) == ["b.md", "d.md"]
+        # A word in no chunk weighs ln(1 + 6.5 / 0.5) = ln 14: a now holds 2 ln 2 / (2 ln 2 + ln 14).
+        unknown = store.search(question, "Gearbox speed zebra?", 10, mode="hybrid", max_distance=0.4,
+                               word_match=WordMatch(0.9, 0.85))
+        assert sorted(h.path for h in unknown) == ["b.md", "d.md"]
+        [a] = [h for h in store.search(question, "Gearbox speed zebra?", 10, mode="text") if h.path == "a.md"]
+        assert a.coverage == pytest.approx(2 * np.log(2) / (2 * np.log(2) + np.log(14)))
         vector = store.search(question, "Gearbox speed?", 10, mode="vector")
         assert [h.path for h in vector] == ["d.md", "b.md", "c.md", "e.md", "e.md", "a.md"]

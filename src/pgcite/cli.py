@@ -108,7 +108,7 @@ def search(
         hits = run_search(store, make_embedder(settings), question, k=k, mode=mode or settings.search_mode,
                           filters=SearchFilter(source=source, path_prefix=path, version=version))
     if as_json:
-        results = [dict(dataclasses.asdict(h), score=round(h.score, 6)) for h in hits]
+        results = [_hit_fields(h) for h in hits]
         print(json.dumps({"query": question, "results": results}, ensure_ascii=False))
         return
     if not hits:
@@ -147,7 +147,7 @@ def ask(
     source: Annotated[Optional[str], typer.Option("--source", help="Only this source.")] = None,
     path: Annotated[Optional[str], typer.Option("--path", help="Only documents whose path starts with this.")] = None,
     version: Annotated[Optional[str], typer.Option("--version", help="Only documents ingested with this label.")] = None,
-    threshold: Annotated[Optional[float], typer.Option("--threshold", help="Relevance bar: the largest cosine distance a section may have.")] = None,
+    threshold: Annotated[Optional[float], typer.Option("--threshold", help="Relevance bar: the largest cosine distance a section may have (0.17 more for one holding most of the question's words).")] = None,
     context: Annotated[int, typer.Option("--context", help="How many sections the generator is given at most.")] = 5,
     include_flagged: Annotated[bool, typer.Option("--include-flagged", help="Also use sections flagged as instructions to an AI.")] = False,
     mode: ModeOption = None,

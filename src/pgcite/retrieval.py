@@ -14,11 +14,17 @@ from .config import DEFAULT_SEARCH_MODE
 from .embedding import Embedder
 from .errors import PgciteError
 from .generation import Passage
-from .store import SearchFilter, SearchHit, Store
+from .store import SearchFilter, SearchHit, Store, WordMatch
 
 # Cosine distance a chunk must be within to count as relevant (score = 1 - distance >= 0.42).
 # Calibration: docs/answering.md.
 DEFAULT_MAX_DISTANCE = 0.58
+# In text and hybrid modes a chunk holding at least this share of the question's word weight (IDF)
+# may be WORD_MATCH_SLACK further away: a question worded unlike its answer ("keep a drafts folder
+# out of the index" for the section on --exclude) is still close in words. Calibration:
+# docs/answering.md ("Passing on words"), bench/relevance_bar.py.
+WORD_MATCH_COVERAGE = 0.55
+WORD_MATCH_SLACK = 0.17
 # How many candidates "widely" may mean at most: beyond a few dozen, a chunk is never fed.
 MAX_CANDIDATES = 50
 # Word 3-shingle Jaccard similarity above which two chunks count as the same passage.
@@ -66,7 +72,9 @@ def retrieve(
     if not 0 < max_distance <= 2:
         raise PgciteError(f"--threshold is a cosine distance between 0 and 2 (got {max_distance})")
     vector = _embed_question(store, embedder, question)
-    return store.search(vector, question, MAX_CANDIDATES, mode=mode, filters=filters, max_distance=max_distance)
+    word_match = WordMatch(WORD_MATCH_COVERAGE, max_distance + WORD_MATCH_SLACK)
+    return store.search(vector, question, MAX_CANDIDATES, mode=mode, filters=filters,
+                        max_distance=max_distance, word_match=word_match)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ class SearchHit:
     distance: float  # cosine distance to the question: the relevance bar applies to it
     flags: tuple[str, ...] = ()  # injection-style text found at ingest
     rank_score: float = 0.0  # what the results are ordered by (1 - distance, BM25, or both fused)
+    coverage: float = 0.0  # share of the question's word weight (IDF) in the chunk; 0 in vector mode
 
     @property
     def score(self) -> float:
@@ -67,6 +68,18 @@ class SearchFilter:
 
 
 SEARCH_MODES = ("vector", "text", "hybrid")
+
+
+@dataclass(frozen=True)
+class WordMatch:
+    """A second way past the relevance bar, in text and hybrid modes: a chunk that holds at least
+    `coverage` of the question's word weight (each word weighted by its IDF in the chunk's source,
+    a word the source never uses by the IDF of a word in no chunk) passes at a cosine distance up to
+    `max_distance`."""
+
+    coverage: float
+    max_distance: float
+
 BM25_K1, BM25_B = 1.2, 0.75
 # Hybrid score: cosine similarity + CHUNK_WEIGHT * chunk BM25 + SECTION_WEIGHT * section BM25, each
 # BM25 divided by the question's best. Chosen on three question sets (Anthropic, Marten, pgcite's
@@ -402,6 +415,7 @@ class Store:
         mode: str = "vector",
         filters: SearchFilter = SearchFilter(),
         max_distance: float | None = None,
+        word_match: WordMatch | None = None,
         candidates: int = 100,
     ) -> list[SearchHit]:
         """The k best chunks for a question, best first, ties broken by id.
@@ -411,7 +425,8 @@ class Store:
         `candidates`, scored by cosine similarity + CHUNK_WEIGHT * the chunk's BM25 +
         SECTION_WEIGHT * its section's BM25, each BM25 relative to the question's best. BM25
         statistics are those of the chunk's own source. Every hit carries its cosine distance, and
-        max_distance (the relevance bar) applies to it in every mode.
+        max_distance (the relevance bar) applies to it in every mode; with `word_match`, a chunk that
+        holds enough of the question's words passes at a larger distance.
 
         Iterative index scans keep filtered searches from silently returning fewer than k rows;
         relaxed order is re-sorted by the outer query."""
@@ -421,6 +436,8 @@ class Store:
             "q": np.asarray(vector, dtype=np.float32), "text": text, "k": k, "n": max(candidates, k),
             "source": filters.source, "prefix": filters.path_prefix, "version": filters.version,
             "exclude_flagged": filters.exclude_flagged, "max_distance": max_distance,
+            "min_coverage": word_match.coverage if word_match else None,
+            "coverage_max_distance": word_match.max_distance if word_match else None,
             "use_vector": mode in ("vector", "hybrid"), "use_text": mode in ("text", "hybrid"),
             "chunk_weight": CHUNK_WEIGHT, "section_weight": SECTION_WEIGHT, "k1": BM25_K1, "b": BM25_B,
         }
@@ -428,8 +445,8 @@ class Store:
             self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             self.conn.execute("SET LOCAL hnsw.ef_search = 100")
             rows = self.conn.execute(_SEARCH_SQL, params).fetchall()
-        return [SearchHit(*row[:8], distance=float(row[8]), flags=tuple(row[9]), rank_score=float(row[10]))
-                for row in rows]
+        return [SearchHit(*row[:8], distance=float(row[8]), flags=tuple(row[9]), rank_score=float(row[10]),
+                          coverage=float(row[11])) for row in rows]
 
 
 # Filters, shared by both sides of the search.
@@ -465,9 +482,17 @@ term_counts AS MATERIALIZED (
     WHERE u.lexeme = ANY(t.lexemes) AND {_FILTERS}
 ),
 chunk_bm25 AS MATERIALIZED (
-    SELECT id, sum(idf * (tf * (%(k1)s + 1)) / (tf + %(k1)s * (1 - %(b)s + %(b)s * tokens / st.chunk_tokens))) AS bm25
+    SELECT id, sum(idf * (tf * (%(k1)s + 1)) / (tf + %(k1)s * (1 - %(b)s + %(b)s * tokens / st.chunk_tokens))) AS bm25,
+           sum(idf) AS matched_weight
     FROM term_counts JOIN source_stats st USING (source)
     GROUP BY id
+),
+-- The question's total word weight in each source (a word in no chunk: the IDF of document frequency 0).
+question_weight AS (
+    SELECT st.source, sum(coalesce(i.idf, ln(1 + (st.chunks + 0.5) / 0.5))) AS weight
+    FROM text_query t CROSS JOIN unnest(t.lexemes) AS q(lexeme) CROSS JOIN source_stats st
+    LEFT JOIN lexeme_idf i ON i.source = st.source AND i.lexeme = q.lexeme
+    GROUP BY st.source
 ),
 -- The same over whole sections (a heading's chunks together): words spread over a section's
 -- chunks still count together.
@@ -494,13 +519,17 @@ SELECT c.id, c.source, d.path, c.url, d.title, c.heading, c.breadcrumb, c.conten
                  THEN 1 - v.distance + %(chunk_weight)s * coalesce(t.bm25 / nullif(best.chunk, 0), 0)
                                      + %(section_weight)s * coalesce(s.bm25 / nullif(best.section, 0), 0)
             WHEN %(use_vector)s THEN 1 - v.distance
-            ELSE t.bm25 END AS rank_score
+            ELSE t.bm25 END AS rank_score,
+       w.coverage
 FROM candidates JOIN chunks c USING (id) JOIN documents d ON d.id = c.document_id
 LEFT JOIN chunk_bm25 t ON t.id = c.id
 LEFT JOIN section_bm25 s ON s.document_id = c.document_id AND s.heading_path = c.heading_path
+LEFT JOIN question_weight qw ON qw.source = c.source
 CROSS JOIN (SELECT (SELECT max(bm25) FROM chunk_bm25) AS chunk, (SELECT max(bm25) FROM section_bm25) AS section) best
 CROSS JOIN LATERAL (SELECT c.embedding <=> %(q)s AS distance) v
+CROSS JOIN LATERAL (SELECT coalesce(t.matched_weight / nullif(qw.weight, 0), 0) AS coverage) w
 WHERE %(max_distance)s::float8 IS NULL OR v.distance <= %(max_distance)s
+   OR (w.coverage >= %(min_coverage)s::float8 AND v.distance <= %(coverage_max_distance)s::float8)
 ORDER BY rank_score DESC, c.id
 LIMIT %(k)s
 """

@@ -76,4 +76,16 @@ MIGRATIONS: list[str] = [
         GROUP BY source;
     CREATE UNIQUE INDEX source_stats_source_idx ON source_stats (source);
     """,
+    # 3: the number of chunks per source, for the IDF of a question word the source never uses
+    # (the word-match bar of Store.search weighs the question's words).
+    """
+    DROP MATERIALIZED VIEW source_stats;
+    CREATE MATERIALIZED VIEW source_stats AS
+        SELECT source, sum(chunks)::float8 AS chunks, sum(tokens)::float8 / sum(chunks) AS chunk_tokens,
+               avg(tokens)::float8 AS section_tokens
+        FROM (SELECT source, count(*) AS chunks, sum(tokens) AS tokens FROM chunks
+              GROUP BY source, document_id, heading_path) sections
+        GROUP BY source;
+    CREATE UNIQUE INDEX source_stats_source_idx ON source_stats (source);
+    """,
 ]
