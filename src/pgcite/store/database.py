@@ -68,6 +68,11 @@ class SearchFilter:
 
 
 SEARCH_MODES = ("vector", "text", "hybrid")
+BM25_K1, BM25_B = 1.2, 0.75
+# Hybrid score: cosine similarity + CHUNK_WEIGHT * chunk BM25 + SECTION_WEIGHT * section BM25, each
+# BM25 divided by the question's best. Chosen on three question sets (Anthropic, Marten, pgcite's
+# docs), where it beat reciprocal rank fusion on all three (docs/retrieval.md has the tables).
+CHUNK_WEIGHT, SECTION_WEIGHT = 0.5, 0.2
 
 
 @dataclass(frozen=True)
@@ -79,12 +84,6 @@ class WordMatch:
 
     coverage: float
     max_distance: float
-
-BM25_K1, BM25_B = 1.2, 0.75
-# Hybrid score: cosine similarity + CHUNK_WEIGHT * chunk BM25 + SECTION_WEIGHT * section BM25, each
-# BM25 divided by the question's best. Chosen on three question sets (Anthropic, Marten, pgcite's
-# docs), where it beat reciprocal rank fusion on all three (docs/retrieval.md has the tables).
-CHUNK_WEIGHT, SECTION_WEIGHT = 0.5, 0.2
 
 
 @dataclass(frozen=True)
