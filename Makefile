@@ -27,6 +27,7 @@ test: install
 bench: install
 	$(PY) bench/ingest.py
 	$(PY) bench/retrieval_grid.py
+	$(PY) bench/search_scale.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -12,9 +12,7 @@ Usage: .venv/bin/python bench/relevance_bar.py   (the corpora are read from ../s
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from pgcite.config import Settings
@@ -22,7 +20,8 @@ from pgcite.embedding import LocalEmbedder
 from pgcite.evaluation import load_questions
 from pgcite.ingest import ingest, open_location
 from pgcite.retrieval import DEFAULT_MAX_DISTANCE, WORD_MATCH_COVERAGE, WORD_MATCH_SLACK
-from pgcite.store import SearchFilter, Store, server
+from pgcite.store import SearchFilter, Store
+from scratch import scratch_settings
 
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "corpora"
@@ -47,13 +46,8 @@ def main() -> int:
     if missing:
         print(f"skipped: not found: {', '.join(missing)} (the corpora live in ../shared/corpora beside the repo)")
         return 0
-    home = Path(tempfile.mkdtemp(prefix="pgcite-bar-"))
-    home.chmod(0o755)  # the embedded server may run as another user that must reach its folder
-    try:
-        return run(Settings(home=home))
-    finally:
-        server.stop(home)
-        shutil.rmtree(home, ignore_errors=True)
+    with scratch_settings("pgcite-bar-") as settings:
+        return run(settings)
 
 
 def run(settings: Settings) -> int:

@@ -14,10 +14,8 @@ Default: the Anthropic dev questions and pages in ../shared/corpora/anthropic-do
 from __future__ import annotations
 
 import functools
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,32 +23,18 @@ from pgcite.config import Settings
 from pgcite.embedding import LocalEmbedder
 from pgcite.evaluation import evaluate, load_questions, run_searches
 from pgcite.ingest import ingest, open_location
-from pgcite.store import Store, database, server
+from pgcite.store import Store, database
+from scratch import question_set, scratch_settings
 
-ANTHROPIC = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "anthropic-docs"
 CHUNK_WEIGHTS = (0.3, 0.5, 0.7, 1.0)
 SECTION_WEIGHTS = (0.0, 0.1, 0.2, 0.3)
 K = 3
 
 
 def main() -> int:
-    if len(sys.argv) == 3:
-        questions, corpus = Path(sys.argv[1]), Path(sys.argv[2])
-    elif len(sys.argv) == 1:
-        questions, corpus = ANTHROPIC / "questions-dev.jsonl", ANTHROPIC / "pages"
-    else:
-        print(__doc__)
-        return 2
-    if not (questions.is_file() and corpus.is_dir()):
-        print(f"skipped: {questions} or {corpus} not found (the corpora live in ../shared/corpora beside the repo)")
-        return 0
-    home = Path(tempfile.mkdtemp(prefix="pgcite-grid-"))
-    home.chmod(0o755)  # the embedded server may run as another user that must reach its folder
-    try:
-        return run(load_questions(questions), corpus, Settings(home=home))
-    finally:
-        server.stop(home)
-        shutil.rmtree(home, ignore_errors=True)
+    questions, corpus = question_set(__doc__)
+    with scratch_settings("pgcite-grid-") as settings:
+        return run(load_questions(questions), corpus, settings)
 
 
 def run(questions, corpus: Path, settings: Settings) -> int:

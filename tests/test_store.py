@@ -255,3 +255,36 @@ def test_text_and_hybrid_scores_are_bm25_and_cosine_plus_weighted_bm25(settings:
         assert a.coverage == pytest.approx(2 * np.log(2) / (2 * np.log(2) + np.log(14)))
         vector = store.search(question, "Gearbox speed?", 10, mode="vector")
         assert [h.path for h in vector] == ["d.md", "b.md", "c.md", "e.md", "e.md", "a.md"]
+
+
+def test_text_side_scores_the_chunks_holding_the_rarest_words_within_the_postings_budget(
+        settings: Settings, monkeypatch: pytest.MonkeyPatch):
+    # "widget" is in all 8 chunks, "sprocket" only in r.md; w0.md says "widget" three times.
+    contents = {"r": "sprocket widget", **{f"w{i}": "widget " * (3 if i == 0 else 1) for i in range(7)}}
+    with Store.open(settings) as store:
+        store.bind_model("m", 2)
+        store.upsert_source("s", "/s", "")
+        for i, (name, content) in enumerate(contents.items()):
+            store.replace_document("s", f"{name}.md", name, "", "x", [ChunkRow(
+                id=f"s:{name}.md#0", ord=0, heading="", heading_path=(), breadcrumb="", anchor=None, url="",
+                content=content, tokens=len(content.split()), embed_hash=embed_hash("m", content),
+                embedding=_unit(0.1 * i))])
+        store.refresh_indexes()
+        question = np.array([1.0, 0.0], dtype=np.float32)
+
+        def search(mode: str) -> list[tuple[str, float]]:
+            return [(h.path, h.rank_score) for h in store.search(question, "widget sprocket", 10, mode=mode)]
+
+        every_word = {mode: search(mode) for mode in ("text", "hybrid")}
+        assert len(every_word["text"]) == 8 and every_word["text"][0][0] == "r.md"
+        # A budget of 8 (word, chunk) pairs: "sprocket" (1 pair) fits, "widget" (8 more) does not. The
+        # text side finds r.md alone, with its full score (its "widget" still counts).
+        monkeypatch.setattr("pgcite.store.database.TEXT_POSTINGS", 8)
+        assert search("text") == [every_word["text"][0]]
+        # Hybrid also scores the vector side's chunks in full: the same results as with every word.
+        assert search("hybrid") == every_word["hybrid"]
+        monkeypatch.setattr("pgcite.store.database.TEXT_POSTINGS", 9)
+        assert search("text") == every_word["text"]
+        # The rarest word is always looked up, whatever the budget.
+        monkeypatch.setattr("pgcite.store.database.TEXT_POSTINGS", 0)
+        assert search("text") == [every_word["text"][0]]

@@ -73,6 +73,9 @@ BM25_K1, BM25_B = 1.2, 0.75
 # BM25 divided by the question's best. Chosen on three question sets (Anthropic, Marten, pgcite's
 # docs), where it beat reciprocal rank fusion on all three (docs/retrieval.md has the tables).
 CHUNK_WEIGHT, SECTION_WEIGHT = 0.5, 0.2
+# The full-text side scores the chunks holding the question's rarest words, up to this many
+# (word, chunk) pairs: every word on an index this size, the rare ones on a larger index.
+TEXT_POSTINGS = 1000
 
 
 @dataclass(frozen=True)
@@ -439,6 +442,7 @@ class Store:
             "coverage_max_distance": word_match.max_distance if word_match else None,
             "use_vector": mode in ("vector", "hybrid"), "use_text": mode in ("text", "hybrid"),
             "chunk_weight": CHUNK_WEIGHT, "section_weight": SECTION_WEIGHT, "k1": BM25_K1, "b": BM25_B,
+            "postings": TEXT_POSTINGS,
         }
         with self.conn.transaction():
             self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
@@ -471,11 +475,34 @@ text_query AS (
     SELECT lexemes, array_to_string(ARRAY(SELECT quote_literal(l) FROM unnest(lexemes) l), ' | ')::tsquery AS tsq
     FROM query_lexemes WHERE lexemes IS NOT NULL
 ),
--- Each matching chunk's count of each question word, with that word's IDF in the chunk's source.
+-- The full-text side's candidates: chunks holding one of the question's rarest words, taken
+-- rarest first while the chunks holding them add up to at most %(postings)s (the rarest always).
+-- A chunk holding none of them holds only common words; skipping it bounds the cost on a large index.
+rare_query AS (
+    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tsq
+    FROM (SELECT lexeme, sum(ndoc) OVER rarest AS through, row_number() OVER rarest AS place
+          FROM (SELECT i.lexeme, sum(i.ndoc) AS ndoc
+                FROM text_query t JOIN lexeme_idf i ON i.lexeme = ANY(t.lexemes)
+                WHERE %(source)s::text IS NULL OR i.source = %(source)s
+                GROUP BY i.lexeme) postings
+          WINDOW rarest AS (ORDER BY ndoc, lexeme)) ranked
+    WHERE through <= %(postings)s OR place = 1
+    HAVING count(*) > 0
+),
+-- Sections to score: those of the candidates and of the vector side's chunks.
+scored_sections AS MATERIALIZED (
+    SELECT c.document_id, c.heading_path FROM rare_query r JOIN chunks c ON c.fts @@ r.tsq
+    WHERE {_FILTERS}
+    UNION
+    SELECT c.document_id, c.heading_path FROM vector_side JOIN chunks c USING (id) WHERE %(use_text)s
+),
+-- Each scored section's matching chunks' count of each question word, with that word's IDF in the
+-- chunk's source.
 term_counts AS MATERIALIZED (
     SELECT c.id, c.source, c.document_id, c.heading_path, c.tokens, u.lexeme, i.idf, u.tf
     FROM text_query t
-    JOIN chunks c ON c.fts @@ t.tsq
+    CROSS JOIN scored_sections s
+    JOIN chunks c ON c.document_id = s.document_id AND c.heading_path = s.heading_path AND c.fts @@ t.tsq
     CROSS JOIN LATERAL (SELECT lexeme, cardinality(positions) AS tf FROM unnest(c.fts) AS x(lexeme, positions)) u
     JOIN lexeme_idf i ON i.source = c.source AND i.lexeme = u.lexeme
     WHERE u.lexeme = ANY(t.lexemes) AND {_FILTERS}

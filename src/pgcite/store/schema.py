@@ -88,4 +88,15 @@ MIGRATIONS: list[str] = [
         GROUP BY source;
     CREATE UNIQUE INDEX source_stats_source_idx ON source_stats (source);
     """,
+    # 4: how many chunks hold each lexeme, so a search can pick the question's rarest words and
+    # bound how many chunks its full-text side scores (Store.search, TEXT_POSTINGS).
+    """
+    DROP MATERIALIZED VIEW lexeme_idf;
+    CREATE MATERIALIZED VIEW lexeme_idf AS
+        SELECT df.source, df.lexeme, df.ndoc, ln(1 + (n.total - df.ndoc + 0.5) / (df.ndoc + 0.5)) AS idf
+        FROM (SELECT source, lexeme, count(*) AS ndoc FROM chunks, unnest(tsvector_to_array(fts)) AS lexeme
+              GROUP BY source, lexeme) df
+        JOIN (SELECT source, count(*) AS total FROM chunks GROUP BY source) n USING (source);
+    CREATE UNIQUE INDEX lexeme_idf_source_lexeme_idx ON lexeme_idf (source, lexeme);
+    """,
 ]
