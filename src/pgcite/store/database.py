@@ -73,8 +73,9 @@ BM25_K1, BM25_B = 1.2, 0.75
 # BM25 divided by the question's best. Chosen on three question sets (Anthropic, Marten, pgcite's
 # docs), where it beat reciprocal rank fusion on all three (docs/retrieval.md has the tables).
 CHUNK_WEIGHT, SECTION_WEIGHT = 0.5, 0.2
-# The full-text side scores the chunks holding the question's rarest words, up to this many
-# (word, chunk) pairs: every word on an index this size, the rare ones on a larger index.
+# The full-text side looks up the question's rarest words, up to this many (word, chunk) pairs, so
+# its cost stops growing with the index; no result changed on the three question sets
+# (docs/retrieval.md, "Search time on a large index").
 TEXT_POSTINGS = 1000
 
 
@@ -425,8 +426,9 @@ class Store:
         vector: nearest by cosine distance (HNSW). text: BM25 over PostgreSQL full-text search, with
         OR semantics so a question's words need not all appear. hybrid: each side's top
         `candidates`, scored by cosine similarity + CHUNK_WEIGHT * the chunk's BM25 +
-        SECTION_WEIGHT * its section's BM25, each BM25 relative to the question's best. BM25
-        statistics are those of the chunk's own source. Every hit carries its cosine distance, and
+        SECTION_WEIGHT * its section's BM25, each BM25 relative to the question's best. The text
+        side's candidates hold one of the question's rarest words (TEXT_POSTINGS); BM25 is exact
+        for every candidate. BM25 statistics are those of the chunk's own source. Every hit carries its cosine distance, and
         max_distance (the relevance bar) applies to it in every mode; with `word_match`, a chunk that
         holds enough of the question's words passes at a larger distance.
 
