@@ -21,10 +21,9 @@ from pgcite.evaluation import load_questions
 from pgcite.ingest import ingest, open_location
 from pgcite.retrieval import DEFAULT_MAX_DISTANCE, WORD_MATCH_COVERAGE, WORD_MATCH_SLACK
 from pgcite.store import SearchFilter, Store
-from scratch import scratch_settings
+from scratch import CORPORA, scratch_settings
 
 REPO = Path(__file__).resolve().parents[1]
-CORPORA = REPO.parent / "shared" / "corpora"
 SETS = {  # source: (corpus folder, questions)
     "anthropic": (CORPORA / "anthropic-docs" / "pages", CORPORA / "anthropic-docs" / "questions-dev.jsonl"),
     "marten": (CORPORA / "marten-docs", REPO / "eval" / "marten.jsonl"),

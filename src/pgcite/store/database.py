@@ -428,9 +428,9 @@ class Store:
         `candidates`, scored by cosine similarity + CHUNK_WEIGHT * the chunk's BM25 +
         SECTION_WEIGHT * its section's BM25, each BM25 relative to the question's best. The text
         side's candidates hold one of the question's rarest words (TEXT_POSTINGS); BM25 is exact
-        for every candidate. BM25 statistics are those of the chunk's own source. Every hit carries its cosine distance, and
-        max_distance (the relevance bar) applies to it in every mode; with `word_match`, a chunk that
-        holds enough of the question's words passes at a larger distance.
+        for every candidate. BM25 statistics are those of the chunk's own source. Every hit carries
+        its cosine distance, and max_distance (the relevance bar) applies to it in every mode; with
+        `word_match`, a chunk that holds enough of the question's words passes at a larger distance.
 
         Iterative index scans keep filtered searches from silently returning fewer than k rows;
         relaxed order is re-sorted by the outer query."""
