@@ -65,7 +65,7 @@ def test_a_well_cited_answer_passes_every_check(widget_store, embedder, fake: Fa
     assert answer.checks.warnings() == []
     assert answer.usage.prompt_tokens and answer.usage.completion_tokens
     prompt = fake.last_chat["messages"][-1]["content"]
-    assert "[1] Installing Widgets > Requirements (https://widgets.dev/install.html#requirements)" in prompt
+    assert "[1] Installing Widgets > Requirements (https://widgets.dev/install.md#requirements)" in prompt
 
 
 def test_a_citation_naming_no_source_is_removed_and_reported(widget_store, embedder, fake: FakeOpenAI):

@@ -13,7 +13,7 @@ import pytest
 from pgcite.config import Settings
 from pgcite.embedding import OpenAIEmbedder
 from pgcite.errors import EmbeddingError, ModelMismatchError
-from pgcite.ingest import ingest, open_location, published_url
+from pgcite.ingest import ingest, open_location
 from pgcite.retrieval import search
 from pgcite.store import Store
 from tests.fake_openai import FakeOpenAI, closed_port
@@ -65,13 +65,6 @@ def _run(settings: Settings, embedder, root: Path, name: str = "w", base_url: st
                         settings=settings, store=store, embedder=embedder)
         rows = store.conn.execute("SELECT id, content FROM chunks ORDER BY id").fetchall()
     return report, dict(rows)
-
-
-def test_published_urls_follow_vitepress_routing():
-    assert published_url("https://w.dev/", "guide/widgets.md", "tuning-widgets") == "https://w.dev/guide/widgets.html#tuning-widgets"
-    assert published_url("https://w.dev", "guide/index.md") == "https://w.dev/guide/"
-    assert published_url("https://w.dev/", "index.md") == "https://w.dev/"
-    assert published_url("", "guide/widgets.md", "x") == ""
 
 
 def test_ingest_is_idempotent_and_replaces_only_what_changed(settings: Settings, embedder, tmp_path: Path):
@@ -128,7 +121,7 @@ def test_search_finds_the_right_section_with_provenance(settings: Settings, embe
     top = hits[0]
     assert top.path == "guide/widgets.md" and top.heading == "Safety"
     assert top.breadcrumb == "Widget Guide > Tuning widgets > Safety"
-    assert top.url == "https://w.dev/guide/widgets.html#safety"
+    assert top.url == "https://w.dev/guide/widgets.md#safety"  # a plain folder links to its files
     assert top.title == "Widget Guide" and 0 < top.score <= 1
     assert [h.rank_score for h in hits] == sorted((h.rank_score for h in hits), reverse=True)
 

@@ -49,14 +49,63 @@ def _default_source_name(location: str) -> str:
     return PurePosixPath(name).stem if name.endswith(".zip") else name or "docs"
 
 
+def _site_name(value: Optional[str]) -> Optional[str]:
+    from .sites import SITES
+
+    if value is not None and value not in SITES:
+        raise typer.BadParameter(f"unknown site generator {value!r}; use one of {', '.join(SITES)}")
+    return value
+
+
+class _Progress:
+    """A progress bar on a terminal; elsewhere (CI logs, pipes) one line every few seconds, so a
+    long ingest is never silent."""
+
+    EVERY = 5.0  # seconds between lines when stderr is not a terminal
+
+    def __init__(self, name: str) -> None:
+        import time
+
+        self._clock = time.monotonic
+        self._name = name
+        self._last = self._clock()
+        self._started = self._last
+        self._bar: Progress | None = None
+        if err.is_terminal:
+            self._bar = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
+                                 TextColumn("{task.fields[counts]}"), TextColumn("{task.fields[path]}"),
+                                 TimeElapsedColumn(), console=err, transient=True)
+            self._task = self._bar.add_task(f"ingesting {name}", total=None, counts="", path="")
+
+    def __enter__(self) -> "_Progress":
+        if self._bar:
+            self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar:
+            self._bar.__exit__(*exc)
+
+    def __call__(self, path: str, report) -> None:
+        counts = f"{report.files_read} files, {report.chunks_embedded} chunks embedded, {report.chunks_reused} reused"
+        if self._bar:
+            self._bar.update(self._task, counts=counts, path=escape(path))
+        elif self._clock() - self._last >= self.EVERY:
+            self._last = self._clock()
+            err.print(f"ingesting {escape(self._name)}: {counts} ({self._last - self._started:.0f} s)", soft_wrap=True)
+
+
 @app.command()
 def ingest(
     location: Annotated[str, typer.Argument(help="A folder, a .zip file, or s3://bucket/prefix.")],
     source: Annotated[Optional[str], typer.Option("--source", help="Name of the source (default: from the location).")] = None,
-    base_url: Annotated[str, typer.Option("--base-url", help="Where the docs are published, for links.")] = "",
+    base_url: Annotated[str, typer.Option("--base-url", help="Where the docs are published, for links (default: the site's configuration, when it says).")] = "",
     exclude: Annotated[Optional[list[str]], typer.Option("--exclude", help="Extra glob of paths to skip (repeatable).")] = None,
     chunk_tokens: Annotated[Optional[int], typer.Option("--chunk-tokens", help="Token budget per chunk.")] = None,
-    version: Annotated[str, typer.Option("--version", help="A label for this ingest (e.g. v2), to filter on.")] = "",
+    version: Annotated[str, typer.Option("--version", help="A label for this ingest (e.g. v2), to filter on; a versioned site labels its pages itself.")] = "",
+    site: Annotated[Optional[str], typer.Option("--site", callback=_site_name, help="The site generator: vitepress, mkdocs, docusaurus, mdbook, hugo, starlight or plain (default: detected).")] = None,
+    route_base: Annotated[Optional[str], typer.Option("--route-base", help="Docusaurus: the docs' route base path (default docs; / for the site root).")] = None,
+    include_root: Annotated[Optional[str], typer.Option("--include-root", help="The folder includes may be read from (default: the project holding the folder).")] = None,
 ) -> None:
     """Read Markdown, chunk it, embed it and store it. Re-running only does what changed."""
     from .embedding import make_embedder
@@ -68,23 +117,20 @@ def ingest(
     if chunk_tokens is not None:
         settings = dataclasses.replace(settings, chunk_tokens=chunk_tokens)
     name = source or _default_source_name(location)
-    reader = open_location(location, settings, exclude or ())
+    reader = open_location(location, settings, exclude or (), include_root=include_root)
     embedder = make_embedder(settings)
-    with Store.open(settings) as store, Progress(
-        SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[path]}"), TimeElapsedColumn(), console=err, transient=True,
-    ) as progress:
-        task = progress.add_task(f"ingesting {name}", total=None, path="")
-
-        def advance(path: str) -> None:
-            progress.update(task, advance=1, path=path)
-
+    with Store.open(settings) as store, _Progress(name) as progress:
         report = run_ingest(reader, source_name=name, base_url=base_url, settings=settings, store=store,
-                            embedder=embedder, version=version, progress=advance)
+                            embedder=embedder, version=version, site=site, route_base=route_base, progress=progress)
     for skipped in report.skipped:
         err.print(f"[yellow]skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}")
+    for problem in report.problems:
+        err.print(f"[yellow]include[/] {escape(problem)}")
     for flagged in report.flagged:
         err.print(f"[yellow]flagged[/] {escape(flagged)} (reads like instructions to an AI; left out of answers)")
+    if not report.base_url:
+        err.print("[dim]no --base-url and none in the site's configuration: answers cite paths, not links[/]",
+                  soft_wrap=True)
     out.print(escape(report.summary()))
 
 
@@ -229,8 +275,11 @@ def sources_list(ctx: typer.Context) -> None:
         out.print("No sources yet. Add one with `pgcite ingest FOLDER --source NAME`.")
         return
     for r in rows:
-        out.print(f"[bold]{escape(r.name)}[/]  {r.documents} documents, {r.chunks} chunks  "
-                  f"from {escape(r.location)}  links {escape(r.base_url or '-')}  updated {r.updated_at}")
+        versions = [v for v in r.versions if v]
+        shown = (f"  versions {escape(', '.join(versions))} (default {escape(r.default_version)})"
+                 if len(versions) > 1 else (f"  version {escape(versions[0])}" if versions else ""))
+        out.print(f"[bold]{escape(r.name)}[/]  {escape(r.site or 'plain')}, {r.documents} documents, {r.chunks} chunks"
+                  f"{shown}  from {escape(r.location)}  links {escape(r.base_url or '-')}  updated {r.updated_at}")
 
 
 @sources_app.command("remove")

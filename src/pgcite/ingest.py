@@ -1,23 +1,26 @@
-"""The ingest flow: Source -> Document -> parse -> chunk -> embed (cached) -> Store, idempotent.
+"""The ingest flow: Source -> Document -> Site (clean, route) -> chunk -> embed (cached) -> Store,
+idempotent.
 
-Unchanged files (sha256) are skipped; a changed file is replaced in one transaction; files gone
-from the source are removed once the whole source has been read; chunks whose text was embedded
-before reuse the stored vector."""
+The site generator is detected first (sites/): it says which files are pages, how to clean them,
+their links and versions. Unchanged files (sha256) are skipped; a changed file is replaced in one
+transaction; files gone from the source are removed once the whole source has been read; chunks
+whose text was embedded before reuse the stored vector. A source with no page at all is an
+error, and nothing stored is removed."""
 
 from __future__ import annotations
 
 import hashlib
 import time
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Callable, Sequence
 
 from .chunking import Chunk, chunk_by_headings, chunk_fixed
 from .config import Settings
 from .embedding import Embedder
-from .errors import PgciteError
-from .markdown import ParsedDocument, parse
+from .errors import PgciteError, SourceError
+from .markdown import ParsedDocument
 from .safety import injection_flags
+from .sites import Page, Site, detect, join_url
 from .sources import DEFAULT_EXCLUDE, Limits, Skipped, Source, open_source
 from .store import ChunkRow, Store, embed_hash
 
@@ -30,29 +33,31 @@ class IngestReport:
     unchanged: int = 0
     removed: int = 0
     skipped: list[Skipped] = field(default_factory=list)
+    others: int = 0  # files that are not pages of the site (counted, not read)
     chunks_embedded: int = 0
     chunks_reused: int = 0
     seconds: float = 0.0
+    site: str = ""
+    base_url: str = ""
+    versions: tuple[str, ...] = ()
+    default_version: str = ""
     # "path > heading: kinds" of chunks that read like instructions to an AI (left out of answers).
     flagged: list[str] = field(default_factory=list)
+    # "path: include X left out: why", one per include that could not be read.
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def files_read(self) -> int:
+        return self.new + self.changed + self.unchanged + len(self.skipped)
 
     def summary(self) -> str:
+        versions = f", versions {', '.join(self.versions)} (default {self.default_version})" if self.versions else ""
         return (
             f"{self.source}: {self.new} new, {self.changed} changed, {self.unchanged} unchanged, "
-            f"{self.removed} removed, {len(self.skipped)} skipped files; "
-            f"{self.chunks_embedded} chunks embedded, {self.chunks_reused} reused; {self.seconds:.1f} s"
+            f"{self.removed} removed, {len(self.skipped)} skipped files, {self.others} other files; "
+            f"{self.chunks_embedded} chunks embedded, {self.chunks_reused} reused; {self.site} site{versions}; "
+            f"{self.seconds:.1f} s"
         )
-
-
-def published_url(base_url: str, path: str, anchor: str | None = None) -> str:
-    """VitePress routing: `a/index.md` -> `a/`, `a/b.md` -> `a/b.html`, plus `#anchor`."""
-    if not base_url:
-        return ""
-    posix = PurePosixPath(path)
-    route = posix.parent.as_posix() + "/" if posix.stem == "index" else posix.with_suffix(".html").as_posix()
-    route = "" if route == "./" else route.removeprefix("./")
-    url = base_url.rstrip("/") + "/" + route
-    return f"{url}#{anchor}" if anchor else url
 
 
 def chunk_budget(settings: Settings, embedder: Embedder) -> int:
@@ -63,14 +68,16 @@ def chunk_budget(settings: Settings, embedder: Embedder) -> int:
 
 # Bump when cleaning or chunking changes what a file turns into, so that stored files are
 # re-processed by the next ingest (their vectors come back from the cache where the text is the same).
-PROCESSING_VERSION = 2
+PROCESSING_VERSION = 3
 
 
-def processing_checksum(file_checksum: str, settings: Settings, budget: int) -> str:
-    """What is stored as a document's checksum: the file's bytes and how they were chunked, so an
-    ingest with other chunk settings (or a newer pgcite) re-processes the file instead of skipping it."""
-    recipe = (f"{PROCESSING_VERSION}:{settings.chunk_strategy}:{budget}:{settings.chunk_overlap}:"
-              f"{settings.chunk_breadcrumb}")
+def processing_checksum(file_checksum: str, settings: Settings, budget: int, site: str = "",
+                        includes: str = "") -> str:
+    """What is stored as a document's checksum: the file's bytes, what it includes, the site
+    generator that read it and how it was chunked, so an ingest with other settings (or a newer
+    pgcite, or a changed included file) re-processes the file instead of skipping it."""
+    recipe = (f"{PROCESSING_VERSION}:{site}:{settings.chunk_strategy}:{budget}:{settings.chunk_overlap}:"
+              f"{settings.chunk_breadcrumb}:{includes}")
     return hashlib.sha256(f"{file_checksum}\0{recipe}".encode()).hexdigest()
 
 
@@ -86,20 +93,22 @@ def chunk_document(parsed: ParsedDocument, settings: Settings, embedder: Embedde
 
 @dataclass
 class _Pending:
-    path: str
+    page: Page
     checksum: str  # processing_checksum
-    title: str
     chunks: list[Chunk]
     is_new: bool
 
 
-Progress = Callable[[str], None]  # called once per file read, with its path
+# Called after each file is read and after each batch is embedded, with the file's path and the
+# report so far.
+Progress = Callable[[str, IngestReport], None]
 
 
-def open_location(location: str, settings: Settings, extra_exclude: Sequence[str] = ()) -> Source:
+def open_location(location: str, settings: Settings, extra_exclude: Sequence[str] = (),
+                  include_root: str | None = None) -> Source:
     """The source behind a folder path, .zip path or s3:// URL, with the default exclusions."""
     return open_source(location, exclude=(*DEFAULT_EXCLUDE, *extra_exclude),
-                       limits=Limits(max_file_bytes=settings.max_file_bytes))
+                       limits=Limits(max_file_bytes=settings.max_file_bytes), include_root=include_root)
 
 
 def ingest(
@@ -111,53 +120,81 @@ def ingest(
     store: Store,
     embedder: Embedder,
     version: str = "",
+    site: Site | str | None = None,
+    route_base: str | None = None,
     progress: Progress | None = None,
 ) -> IngestReport:
+    """Ingest `source` as `source_name`. `site` is the generator (detected when None, or named);
+    `base_url` defaults to the one the site's configuration gives; `version` labels an
+    unversioned site (a versioned one labels its pages itself)."""
     started = time.perf_counter()
-    report = IngestReport(source=source_name)
+    if not isinstance(site, Site):
+        site = detect(source, site, route_base=route_base)
+    if site.versions and version:
+        raise PgciteError(f"this {site.name} site has versions of its own ({', '.join(site.versions)}): ingest it "
+                          "without --version; search, ask and eval take --version to choose one")
+    base_url = base_url or site.base_url
+    source.include, source.exclude = site.include, (*source.exclude, *site.exclude)
+    report = IngestReport(source=source_name, site=site.name, base_url=base_url, versions=site.versions,
+                          default_version=site.default_version or version)
     store.bind_model(embedder.model, embedder.dimension)
     budget = chunk_budget(settings, embedder)
 
     with store.source_lock(source_name):
-        previous = store.upsert_source(source_name, source.location, base_url, version)
+        previous = store.upsert_source(source_name, source.location, base_url, version, site=site.name,
+                                       default_version=report.default_version)
+        known = store.document_checksums(source_name)
         # A new base URL or version label changes every stored row: re-process all files (the
         # vectors come from the cache).
-        stored = store.document_checksums(source_name) if previous in (None, (base_url, version)) else {}
-        known_paths = set(store.document_checksums(source_name))
+        stored = known if previous in (None, (base_url, version)) else {}
         bulk_load = store.chunk_count() == 0
         if bulk_load:
             store.drop_vector_index()
 
         seen: set[str] = set()
         pending: list[_Pending] = []
-        for item in source.scan():
-            seen.add(item.path)
-            if progress:
-                progress(item.path)
-            if isinstance(item, Skipped):
-                report.skipped.append(item)  # the stored version, if any, is kept
-                continue
-            checksum = processing_checksum(item.checksum, settings, budget)
-            if stored.get(item.path) == checksum:
-                report.unchanged += 1
-                continue
-            parsed = parse(item.text, fallback_title=PurePosixPath(item.path).stem)
-            chunks = chunk_document(parsed, settings, embedder, budget)
-            pending.append(_Pending(item.path, checksum, parsed.title, chunks, is_new=item.path not in known_paths))
-            if sum(len(p.chunks) for p in pending) >= settings.embedding_batch_size * 4:
-                _write(pending, source_name, base_url, version, store, embedder, report)
-                pending = []
-        _write(pending, source_name, base_url, version, store, embedder, report)
-
-        report.removed = store.delete_documents(source_name, sorted(known_paths - seen))
-        store.refresh_indexes()
+        try:
+            for item in source.scan():
+                seen.add(item.path)
+                if isinstance(item, Skipped):
+                    report.skipped.append(item)  # the stored version, if any, is kept
+                elif item.path in stored and stored[item.path][0] == processing_checksum(
+                        item.checksum, settings, budget, site.name, site.digest(stored[item.path][1])):
+                    report.unchanged += 1
+                else:
+                    page = site.render(item)
+                    report.problems += [f"{item.path}: {problem}" for problem in page.problems]
+                    checksum = processing_checksum(item.checksum, settings, budget, site.name,
+                                                   site.digest(page.included))
+                    pending.append(_Pending(page, checksum, chunk_document(page.parsed, settings, embedder, budget),
+                                            is_new=item.path not in known))
+                    if sum(len(p.chunks) for p in pending) >= settings.embedding_batch_size * 4:
+                        _write(pending, source_name, base_url, version, store, embedder, report, progress)
+                        pending = []
+                if progress:
+                    progress(item.path, report)
+            _write(pending, source_name, base_url, version, store, embedder, report, progress)
+            report.others = source.others
+            if not seen:
+                if previous is None:
+                    store.remove_source(source_name)
+                raise SourceError(_no_pages(source, site))
+            report.removed = store.delete_documents(source_name, sorted(set(known) - seen))
+        finally:
+            store.refresh_indexes()  # even after a failure: the index dropped for a bulk load comes back
     report.seconds = time.perf_counter() - started
     return report
 
 
+def _no_pages(source: Source, site: Site) -> str:
+    kinds = ", ".join(site.pages)
+    return (f"no pages in {source.location}: no {kinds} files where a {site.name} site keeps them "
+            f"({source.others} other files); point at the documentation folder, or name the generator with --site")
+
+
 def _write(
     pending: list[_Pending], source_name: str, base_url: str, version: str, store: Store, embedder: Embedder,
-    report: IngestReport,
+    report: IngestReport, progress: Progress | None,
 ) -> None:
     """Embed what the cache lacks for a batch of files, then store each file in its own transaction."""
     if not pending:
@@ -173,16 +210,16 @@ def _write(
         vectors.update(zip(missing.keys(), embedded))
         report.chunks_embedded += len(missing)
     for p in pending:
-        path = p.path
+        page = p.page
         rows = [
             ChunkRow(
-                id=f"{source_name}:{path}#{c.index}",
+                id=f"{source_name}:{page.path}#{c.index}",
                 ord=c.index,
                 heading=c.heading,
                 heading_path=c.heading_path,
                 breadcrumb=c.breadcrumb,
                 anchor=c.anchor,
-                url=published_url(base_url, path, c.anchor),
+                url=join_url(base_url, page.route, c.anchor),
                 content=c.content,
                 tokens=c.tokens,
                 embed_hash=hashes[id(c)],
@@ -191,10 +228,12 @@ def _write(
             )
             for c in p.chunks
         ]
-        store.replace_document(source_name, path, p.title, published_url(base_url, path), p.checksum, rows,
-                               version)
-        report.flagged += [f"{path} > {r.heading or p.title}: {', '.join(r.flags)}" for r in rows if r.flags]
+        store.replace_document(source_name, page.path, page.title, join_url(base_url, page.route), p.checksum, rows,
+                               page.version or version, page.kind, page.included)
+        report.flagged += [f"{page.path} > {r.heading or page.title}: {', '.join(r.flags)}" for r in rows if r.flags]
         if p.is_new:
             report.new += 1
         else:
             report.changed += 1
+    if progress:
+        progress(pending[-1].page.path, report)

@@ -1,9 +1,11 @@
-"""Clean VitePress-flavoured Markdown and parse it into sections of blocks.
+"""Clean Markdown of the markup every site generator shares and parse it into sections of blocks.
 
-`clean` removes site-generator markup (front matter, `:::` containers, MarkdownSnippets
-markers, `<<<` includes, `[[toc]]`, HTML comments) without ever touching code.
-`parse` splits the cleaned text into heading sections made of top-level blocks, each block
-being a verbatim slice of the cleaned source, so code keeps its exact text.
+`clean` removes front matter and shared markup (markup.py: tags, comments, `:::` containers,
+snippet markers, `[[toc]]`) without ever touching code; a site generator's own markup is
+turned into Markdown before (sites/). `parse` splits the cleaned text into heading sections
+made of top-level blocks, each block a verbatim slice of the cleaned source, so code keeps its
+exact text. A `Dialect` says where a generator reads Markdown its own way: its anchor rule,
+and whether indented code exists (not in MDX).
 
 Decisions worth knowing:
 - A container's custom title (`::: warning Upgrading from 9.3`) is kept as a bold line
@@ -11,12 +13,10 @@ Decisions worth knowing:
   a title that only repeats a generic label (`::: tip INFO`, `::: warning WARNING`) is dropped.
 - Removed lines become blank lines (not deleted) so the blocks around them stay separate,
   as they are on the rendered page; runs of blank lines are then collapsed outside code.
-- `<<<` code imports are dropped whatever the path (`@/...` or `./...`): their code lives in
-  another file.
-- HTML comments are removed anywhere outside code blocks, including `<!--@include: ...-->`
-  (the included file is indexed on its own) and, rarely, a comment quoted in inline code.
 - The first H1 that opens the document is the title and is not part of any heading path;
   any other H1 is treated exactly like an H2.
+- A heading's trailing attribute list (`{#id}`, `{ #id .class }`, `{: #id }`) is not part of
+  its text; its `#id` is the anchor.
 - The text before the first H2 forms an intro section with heading path () and anchor None:
   a citation for it links to the page itself.
 - A line of a paragraph that is a run of two or more of the page's own headings, in order
@@ -28,7 +28,7 @@ Decisions worth knowing:
 from __future__ import annotations
 
 import re
-import unicodedata
+import tomllib
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,11 @@ import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-__all__ = ["Block", "Section", "ParsedDocument", "clean", "parse", "slugify"]
+from . import markup
+from .anchors import GITHUB, AnchorRule
+
+__all__ = ["PLAIN", "Block", "Dialect", "ParsedDocument", "Section", "clean", "clean_body", "parse", "parse_body",
+           "split_front_matter"]
 
 
 @dataclass(frozen=True)
@@ -61,112 +65,89 @@ class ParsedDocument:
     sections: tuple[Section, ...]
 
 
-_MD = MarkdownIt("commonmark").enable("table")  # VitePress renders with markdown-it too
+_MARKDOWN = MarkdownIt("commonmark").enable("table")  # VitePress renders with markdown-it too
+# MDX (Docusaurus, Starlight) has no indented code: indentation inside JSX is layout.
+_MDX = MarkdownIt("commonmark").enable("table").disable("code")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """Where a site generator reads Markdown its own way."""
+
+    anchors: AnchorRule = GITHUB
+    indented_code: bool = True  # False for MDX
+    jsx: bool = False  # MDX: {expressions} and {/* comments */} are code, not text
+
+    @property
+    def parser(self) -> MarkdownIt:
+        return _MARKDOWN if self.indented_code else _MDX
+
+
+PLAIN = Dialect()
 
 # --- clean -------------------------------------------------------------------------------
 
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)^(?:---|\.\.\.)[ \t]*$\n?", re.DOTALL | re.MULTILINE)
-_CONTAINER = re.compile(r"^(?P<indent>[ \t]*):{3,}[ \t]*(?P<kind>[\w-]*)[ \t]*(?P<title>.*?)[ \t]*$")
-_SNIPPET_LINE = re.compile(
-    r"""^[ \t]*(?:
-        <a[ \t]+id=['"]snippet-[^'"]*['"][ \t]*>[ \t]*</a>          # snippet start anchor
-      | <sup>[ \t]*<a[^>]*>[ \t]*snippet[ \t]+source[ \t]*</a>.*</sup>  # snippet footer
-      | <<<[ \t]+\S.*                                            # VitePress code import
-      | \[\[toc\]\]                                              # table of contents
-    )[ \t]*$""",
-    re.VERBOSE | re.IGNORECASE,
-)
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-_GENERIC_TITLES = {"info", "tip", "note", "warning", "danger", "caution", "important", "details"}
+_YAML_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)^(?:---|\.\.\.)[ \t]*$\n?", re.DOTALL | re.MULTILINE)
+_TOML_FRONT_MATTER = re.compile(r"\A\+\+\+[ \t]*\n(.*?)^\+\+\+[ \t]*$\n?", re.DOTALL | re.MULTILINE)
 _BLANK_RUN = re.compile(r"\n[ \t]*(?:\n[ \t]*)+\n")
 
 
-def _split_front_matter(text: str) -> tuple[str, dict[str, Any]]:
-    match = _FRONT_MATTER.match(text)
+def split_front_matter(text: str) -> tuple[str, dict[str, Any]]:
+    """(body, front matter): YAML between `---` lines, or TOML between `+++` lines (Hugo). Front
+    matter that does not parse, or is not a mapping, is dropped all the same."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
+    data: object = None
+    if match := _YAML_FRONT_MATTER.match(text):
+        try:
+            data = yaml.safe_load(match.group(1))
+        except yaml.YAMLError:
+            pass
+    elif match := _TOML_FRONT_MATTER.match(text):
+        try:
+            data = tomllib.loads(match.group(1))
+        except tomllib.TOMLDecodeError:
+            pass
     if not match:
         return text, {}
-    try:
-        data = yaml.safe_load(match.group(1))
-    except yaml.YAMLError:
-        data = None
     return text[match.end() :], data if isinstance(data, dict) else {}
 
 
-def _code_line_ranges(text: str) -> list[tuple[int, int]]:
-    """Line ranges [start, end) of fenced and indented code, as markdown-it (VitePress) sees them."""
+def _code_line_ranges(text: str, dialect: Dialect) -> list[tuple[int, int]]:
+    """Line ranges [start, end) of fenced and indented code, as the generator's parser sees them."""
     return [
         (tok.map[0], tok.map[1])
-        for tok in _MD.parse(text)
+        for tok in dialect.parser.parse(text)
         if tok.type in ("fence", "code_block") and tok.map is not None
     ]
 
 
-def _clean_prose(segment: str) -> str:
-    """Remove site-generator markup from text that holds no code block."""
-    segment = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), segment)
-    out: list[str] = []
-    for line in segment.split("\n"):
-        container = _CONTAINER.match(line)
-        if container:
-            title = container.group("title")
-            generic = title.lower() in _GENERIC_TITLES | {container.group("kind").lower()}
-            # The title is glued to the next line (no blank) so it stays in the same block.
-            out.append(f"{container.group('indent')}**{title}**" if title and not generic else "")
-        elif _SNIPPET_LINE.match(line):
-            out.append("")
-        else:
-            out.append(line)
-    return "\n".join(out)
-
-
-def clean(text: str) -> tuple[str, dict[str, Any]]:
-    """Return (body without site-generator markup, front matter); code blocks stay untouched."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
-    body, front_matter = _split_front_matter(text)
+def clean_body(body: str, dialect: Dialect = PLAIN) -> str:
+    """`body` without the markup every generator shares (markup.clean_prose); code untouched."""
     lines = body.split("\n")
     pieces: list[str] = []
     pos = 0
-    for start, end in _code_line_ranges(body):
+    for start, end in [*_code_line_ranges(body, dialect), (len(lines), len(lines))]:
         if start > pos:
-            pieces.append(_BLANK_RUN.sub("\n\n", _clean_prose("\n".join(lines[pos:start]))))
-        pieces.append("\n".join(lines[start:end]))
-        pos = end
-    if pos < len(lines):
-        pieces.append(_BLANK_RUN.sub("\n\n", _clean_prose("\n".join(lines[pos:]))))
+            prose = markup.clean_prose("\n".join(lines[pos:start]), jsx=dialect.jsx)
+            pieces.append(_BLANK_RUN.sub("\n\n", prose))
+        if end > start:
+            pieces.append("\n".join(lines[start:end]))
+        pos = max(pos, end)
     cleaned = "\n".join(pieces).strip("\n")
-    return (cleaned + "\n" if cleaned else ""), front_matter
+    return cleaned + "\n" if cleaned else ""
 
 
-# --- slugs -------------------------------------------------------------------------------
-
-_COMBINING = re.compile("[\u0300-\u036f]")
-_CONTROL = re.compile("[\u0000-\u001f]")
-_SPECIAL = re.compile(r"[\s~`!@#$%^&*()\-_+=\[\]{}|\\;:\"'“”‘’<>,.?/]+")
-
-
-def slugify(heading: str) -> str:
-    """Anchor slug exactly as VitePress computes it (@mdit-vue/shared `slugify`)."""
-    slug = unicodedata.normalize("NFKD", heading)
-    slug = _COMBINING.sub("", slug)
-    slug = _CONTROL.sub("", slug)
-    slug = _SPECIAL.sub("-", slug)
-    slug = re.sub(r"-{2,}", "-", slug).strip("-")
-    slug = re.sub(r"^(\d)", r"_\1", slug)
-    return slug.lower()
-
-
-def _unique(slug: str, used: set[str]) -> str:
-    """markdown-it-anchor's uniqueSlug: foo, foo-1, foo-2..."""
-    candidate, i = slug, 1
-    while candidate in used:
-        candidate, i = f"{slug}-{i}", i + 1
-    used.add(candidate)
-    return candidate
+def clean(text: str, dialect: Dialect = PLAIN) -> tuple[str, dict[str, Any]]:
+    """Return (body without site-generator markup, front matter); code blocks stay untouched."""
+    body, front_matter = split_front_matter(text)
+    return clean_body(body, dialect), front_matter
 
 
 # --- parse -------------------------------------------------------------------------------
 
-_CUSTOM_ANCHOR = re.compile(r"\s*\{#([^\s{}]+)\}\s*$")
+# A trailing attribute list: {#id}, { #id .class }, {: #id key=value }.
+_ATTRIBUTE_LIST = re.compile(r"\s*\{:?\s*((?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|\S+))(?:\s+(?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|\S+)))*)\s*\}\s*$")
+_ID = re.compile(r"(?:^|\s)#([\w:.-]+)")
 _BLOCK_KINDS = {
     "paragraph_open": "paragraph",
     "bullet_list_open": "list",
@@ -185,17 +166,23 @@ def _heading_text(inline: Token | None) -> tuple[str, str | None]:
     # Like markdown-it-anchor's getTokensText: text and inline code only (no HTML badges).
     raw = "".join(c.content for c in children if c.type in ("text", "code_inline"))
     text = " ".join(raw.split())
-    custom = _CUSTOM_ANCHOR.search(text)
-    if custom:
-        return text[: custom.start()].strip(), custom.group(1)
+    attributes = _ATTRIBUTE_LIST.search(text)
+    if attributes:
+        explicit = _ID.search(attributes.group(1))
+        return text[: attributes.start()].strip(), explicit.group(1) if explicit else None
     return text, None
 
 
 def _slice(lines: list[str], token: Token, kind: str) -> str:
     assert token.map is not None
     text = "\n".join(lines[token.map[0] : token.map[1]])
-    # Indentation of code is meaningful; elsewhere surrounding whitespace is noise.
-    return text.strip("\n").rstrip() if kind == "code" else text.strip()
+    # Indentation of code is meaningful; elsewhere surrounding whitespace is noise, and a
+    # paragraph's lines carry none (MDX keeps JSX layout indentation in them).
+    if kind == "code":
+        return text.strip("\n").rstrip()
+    if kind == "paragraph":
+        return "\n".join(line.strip() for line in text.strip().split("\n"))
+    return text.strip()
 
 
 def _squeeze(text: str) -> str:
@@ -219,11 +206,18 @@ def _drop_outline(paragraph: str, headings: list[str]) -> str:
     return "\n".join(line for line in paragraph.split("\n") if not is_run(_squeeze(line))).strip()
 
 
-def parse(text: str, fallback_title: str) -> ParsedDocument:
+def parse(text: str, fallback_title: str, dialect: Dialect = PLAIN) -> ParsedDocument:
     """Clean `text` and split it into sections (one per heading) of top-level blocks."""
-    body, front_matter = clean(text)
+    body, front_matter = split_front_matter(text)
+    return parse_body(body, front_matter, fallback_title, dialect)
+
+
+def parse_body(body: str, front_matter: dict[str, Any], fallback_title: str,
+               dialect: Dialect = PLAIN) -> ParsedDocument:
+    """`parse` for a body whose front matter is already split off."""
+    body = clean_body(body, dialect)
     lines = body.split("\n")
-    tokens = _MD.parse(body)
+    tokens = dialect.parser.parse(body)
 
     # Anchors for every heading, nested ones included, in document order (as markdown-it-anchor).
     used: set[str] = set()
@@ -233,7 +227,7 @@ def parse(text: str, fallback_title: str) -> ParsedDocument:
         if tok.type == "heading_open":
             heading, custom = _heading_text(tokens[i + 1] if i + 1 < len(tokens) else None)
             texts[i] = heading
-            anchors[i] = _unique(custom if custom else slugify(heading), used)
+            anchors[i] = dialect.anchors.unique(custom or dialect.anchors.slugify(heading), used)
 
     outline = [_squeeze(heading) for heading in texts.values()]  # document order
     title: str | None = None

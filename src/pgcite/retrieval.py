@@ -14,6 +14,7 @@ from .config import DEFAULT_SEARCH_MODE
 from .embedding import Embedder
 from .errors import PgciteError
 from .generation import Passage
+from .sites import is_release_question
 from .store import SearchFilter, SearchHit, Store, WordMatch
 
 # Cosine distance a chunk must be within to count as relevant (score = 1 - distance >= 0.42).
@@ -56,7 +57,8 @@ def search(
     """The k best chunks, best first (what `pgcite search` shows)."""
     if k < 1:
         raise PgciteError(f"-k must be at least 1 (got {k})")
-    return store.search(_embed_question(store, embedder, query), query, k, mode=mode, filters=filters)
+    return store.search(_embed_question(store, embedder, query), query, k, mode=mode, filters=filters,
+                        demote_changelogs=not is_release_question(query))
 
 
 def retrieve(
@@ -74,7 +76,8 @@ def retrieve(
     vector = _embed_question(store, embedder, question)
     word_match = WordMatch(WORD_MATCH_COVERAGE, max_distance + WORD_MATCH_SLACK)
     return store.search(vector, question, MAX_CANDIDATES, mode=mode, filters=filters,
-                        max_distance=max_distance, word_match=word_match)
+                        max_distance=max_distance, word_match=word_match,
+                        demote_changelogs=not is_release_question(question))
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,13 @@
 
 Every source yields `Document` or `Skipped` records sorted by path. A bad file is
 `Skipped` with a one-line reason and never stops the scan; only a source that cannot
-be read at all raises `SourceError`.
+be read at all raises `SourceError`. Files that are not pages are counted (`others`), and any
+file can be read on demand (`read`): a site's configuration, an included file.
+
+A folder's includes may also be read from the project it belongs to (`include_root`): the
+nearest folder at most three levels up that holds `.git` or a licence file, as a docs folder
+inside a repository includes the repository's example code. Nothing is ever read from outside
+that folder, from a hidden or excluded path, or through a symlink leading out of it.
 """
 
 from __future__ import annotations
@@ -57,7 +63,7 @@ class Limits:
     max_ratio: float = 200.0  # zip: per-member compression ratio cap -> member Skipped
 
 
-DEFAULT_INCLUDE: tuple[str, ...] = ("*.md", "*.markdown")
+DEFAULT_INCLUDE: tuple[str, ...] = ("*.md", "*.markdown", "*.mdx")
 # `**` matches zero or more segments, so these cover the top level and any depth.
 # "**/.*" catches hidden files as well as hidden folders.
 DEFAULT_EXCLUDE: tuple[str, ...] = (
@@ -75,8 +81,20 @@ RATIO_MIN_BYTES = 1_000_000
 
 class Source(Protocol):
     location: str  # what the user typed (folder path, zip path, s3://bucket/prefix)
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    others: int  # files the last scan saw that are not pages (counted, not read)
 
     def scan(self) -> Iterator[Document | Skipped]: ...
+
+    def read(self, path: str) -> bytes:
+        """The bytes of any file, `path` relative to the source root; OSError with a one-line
+        reason when it is missing, too big, or out of bounds."""
+        ...
+
+    def exists(self, path: str) -> bool:
+        """Whether a file or folder is there (a site's marker), wherever it is."""
+        ...
 
 
 # --------------------------------------------------------------------------- globs
@@ -222,22 +240,101 @@ class _Reader:
         self.exclude = tuple(exclude)
         self.include = tuple(include)
         self.limits = limits
+        self.others = 0
 
     def _wanted(self, rel: str) -> bool:
-        return is_included(rel, self.include) and not is_excluded(rel, self.exclude)
+        """A page to read; a file that is neither a page nor excluded is counted in `others`."""
+        if is_excluded(rel, self.exclude):
+            return False
+        if is_included(rel, self.include):
+            return True
+        self.others += 1
+        return False
+
+    def _bounded(self, path: str, raw: bytes) -> bytes:
+        if len(raw) > self.limits.max_file_bytes:
+            raise OSError(_too_big(len(raw), self.limits))
+        return raw
+
+    def _member(self, path: str) -> str:
+        """`path` as a member of an archive or bucket: normalised, never climbing out of it."""
+        parts: list[str] = []
+        for part in _split(path.replace("\\", "/")):
+            if part == "..":
+                if not parts:
+                    raise PermissionError(f"{path} is outside {self.location}")
+                parts.pop()
+            else:
+                parts.append(part)
+        member = "/".join(parts)
+        if not member or is_excluded(member, self.exclude):
+            raise PermissionError(f"{path} is hidden or excluded")
+        return member
+
+
+_PROJECT_MARKERS = re.compile(r"^(?:\.git|licen[cs]e(?:\..*)?|copying(?:\..*)?)$", re.IGNORECASE)
+PROJECT_LEVELS = 3
+
+
+def _project_root(folder: str) -> str:
+    """The nearest of `folder` and its PROJECT_LEVELS parents holding `.git` or a licence file,
+    else `folder` itself: where includes may be read from."""
+    candidate = folder
+    for _ in range(PROJECT_LEVELS + 1):
+        try:
+            if any(_PROJECT_MARKERS.match(name) for name in os.listdir(candidate)):
+                return candidate
+        except OSError:
+            break
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            break
+        candidate = parent
+    return folder
 
 
 class FolderSource(_Reader):
     """A directory walked recursively; symlinks are followed only inside the root."""
 
-    def __init__(self, location: str, **options: Any) -> None:
+    def __init__(self, location: str, *, include_root: str | None = None, **options: Any) -> None:
         super().__init__(location, **options)
         self._root = os.path.realpath(location)
         if not os.path.isdir(self._root):
             raise SourceError(_one_line(f"no such folder: {location}: check the path"))
+        self.include_root = os.path.realpath(include_root) if include_root else _project_root(self._root)
 
-    def _inside(self, real: str) -> bool:
-        return real == self._root or real.startswith(self._root.rstrip(os.sep) + os.sep)
+    @property
+    def root(self) -> str:
+        return self._root
+
+    def _inside(self, real: str, root: str | None = None) -> bool:
+        root = root or self._root
+        return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(os.path.join(self._root, path))
+
+    def allow(self, folder: str) -> None:
+        """Let includes be read from `folder` too (the site root above the ingested folder)."""
+        real = os.path.realpath(os.path.join(self._root, folder))
+        while not self._inside(real, self.include_root) and not self._inside(self.include_root, real):
+            real = os.path.dirname(real)
+        if self._inside(self.include_root, real):
+            self.include_root = real
+
+    def read(self, path: str) -> bytes:
+        real = os.path.realpath(os.path.join(self._root, path))
+        if not self._inside(real, self.include_root):
+            raise PermissionError(f"{path} is outside {self.include_root}")
+        rel = os.path.relpath(real, self.include_root).replace(os.sep, "/")
+        if rel != "." and is_excluded(rel, self.exclude):
+            raise PermissionError(f"{path} is hidden or excluded")
+        if not os.path.isfile(real):
+            raise FileNotFoundError(f"{path} not found")
+        if os.path.getsize(real) > self.limits.max_file_bytes:
+            raise OSError(_too_big(os.path.getsize(real), self.limits))
+        with open(real, "rb") as f:
+            return self._bounded(path, f.read(self.limits.max_file_bytes + 1))
 
     def _walk(
         self, abs_dir: str, rel_dir: str, ancestors: frozenset[str]
@@ -319,6 +416,7 @@ class FolderSource(_Reader):
     def scan(self) -> Iterator[Document | Skipped]:
         # Collect first, then sort the full relative paths: sorting per directory would
         # put "a/b.md" before "a.md", which is not plain path order.
+        self.others = 0
         found = sorted(self._walk(self._root, "", frozenset({self._root})), key=lambda x: x[0])
         for rel, item in found:
             yield item if isinstance(item, Skipped) else self._read(rel, item)
@@ -359,6 +457,28 @@ class ZipSource(_Reader):
                 )
             ) from None
 
+    def exists(self, path: str) -> bool:
+        wanted = "/".join(_split(path))
+        with self._open() as zf:
+            return any(name == wanted or name.startswith(wanted + "/")
+                       for name in (n.replace("\\", "/").strip("/") for n in zf.namelist()))
+
+    def read(self, path: str) -> bytes:
+        member = self._member(path)
+        with self._open() as zf:
+            try:
+                info = zf.getinfo(member)
+            except KeyError:
+                raise FileNotFoundError(f"{path} not found in {self.location}") from None
+            checked = self._check(member, info)
+            if isinstance(checked, Skipped):
+                raise OSError(checked.reason)
+            try:
+                with zf.open(info) as f:
+                    return self._bounded(path, f.read(self.limits.max_file_bytes + 1))
+            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as err:
+                raise OSError(f"cannot read {path} from the zip ({err})") from None
+
     def _plan(self, zf: zipfile.ZipFile) -> list[tuple[str, zipfile.ZipInfo | Skipped]]:
         by_path: dict[str, zipfile.ZipInfo | Skipped] = {}
         for info in zf.infolist():
@@ -394,6 +514,7 @@ class ZipSource(_Reader):
         return info
 
     def scan(self) -> Iterator[Document | Skipped]:
+        self.others = 0
         with self._open() as zf:
             plan = self._plan(zf)
             total = sum(i.file_size for _, i in plan if isinstance(i, zipfile.ZipInfo))
@@ -553,7 +674,36 @@ class S3Source(_Reader):
             raise self._source_error(err) from None
         return _to_record(rel, raw, self.limits)
 
+    def exists(self, path: str) -> bool:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        key = self.prefix + "/".join(_split(path))
+        try:
+            for prefix in (key, key + "/"):  # the file itself, or a folder of that name
+                found = self._client.list_objects_v2(Bucket=self.bucket, Prefix=prefix, MaxKeys=1)
+                if any(o["Key"] == key or o["Key"].startswith(key + "/") for o in found.get("Contents", [])):
+                    return True
+        except (BotoCoreError, ClientError) as err:
+            raise self._source_error(err) from None
+        return False
+
+    def read(self, path: str) -> bytes:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        key = self.prefix + self._member(path)
+        try:
+            body = self._client.get_object(Bucket=self.bucket, Key=key)["Body"]
+            try:
+                return self._bounded(path, body.read(self.limits.max_file_bytes + 1))
+            finally:
+                body.close()
+        except ClientError:
+            raise FileNotFoundError(f"{path} not found in {self.location}") from None
+        except BotoCoreError as err:
+            raise OSError(str(self._source_error(err))) from None
+
     def scan(self) -> Iterator[Document | Skipped]:
+        self.others = 0
         for rel, key, size in self._list():  # listing errors surface before any record
             if size > self.limits.max_file_bytes:  # before downloading
                 yield Skipped(rel, _too_big(size, self.limits))
@@ -570,6 +720,7 @@ def open_source(
     exclude: Sequence[str] = DEFAULT_EXCLUDE,
     include: Sequence[str] = DEFAULT_INCLUDE,
     limits: Limits = Limits(),
+    include_root: str | None = None,
 ) -> Source:
     """Pick the source type from what the user typed."""
     kw: dict[str, Any] = {"exclude": exclude, "include": include, "limits": limits}
@@ -578,7 +729,7 @@ def open_source(
     if location.lower().endswith(".zip") and os.path.isfile(location):
         return ZipSource(location, **kw)
     if os.path.isdir(location):
-        return FolderSource(location, **kw)
+        return FolderSource(location, include_root=include_root, **kw)
     raise SourceError(
         _one_line(
             f"no such folder, .zip file or s3:// location: {location}: "

@@ -63,7 +63,9 @@ class SearchHit:
 class SearchFilter:
     source: str | None = None
     path_prefix: str | None = None  # e.g. "guide/": only documents under it
-    version: str | None = None  # the label given at ingest with --version
+    # A version label (a site's own, or the one given at ingest with --version); None: each
+    # source's default version, so an answer never mixes versions.
+    version: str | None = None
     exclude_flagged: bool = False  # leave out chunks flagged as instructions to an AI
 
 
@@ -73,6 +75,9 @@ BM25_K1, BM25_B = 1.2, 0.75
 # BM25 divided by the question's best. Chosen on three question sets (Anthropic, Marten, pgcite's
 # docs), where it beat reciprocal rank fusion on all three (docs/retrieval.md has the tables).
 CHUNK_WEIGHT, SECTION_WEIGHT = 0.5, 0.2
+# Release notes rank below guide pages for a question that is not about a release: their
+# rank score is multiplied by this (docs/retrieval.md, "Release notes").
+CHANGELOG_FACTOR = 0.8
 # The full-text side looks up the question's rarest words, up to this many (word, chunk) pairs, so
 # its cost stops growing with the index; no result changed on the three question sets
 # (docs/retrieval.md, "Search time on a large index").
@@ -98,6 +103,9 @@ class SourceInfo:
     documents: int
     chunks: int
     updated_at: str
+    site: str = ""
+    default_version: str = ""
+    versions: tuple[str, ...] = ()
 
 
 def _where(dsn: str) -> str:
@@ -285,18 +293,20 @@ class Store:
 
     # --- sources and documents --------------------------------------------------------------
 
-    def upsert_source(self, name: str, location: str, base_url: str, version: str = "") -> tuple[str, str] | None:
+    def upsert_source(self, name: str, location: str, base_url: str, version: str = "", *, site: str = "",
+                      default_version: str | None = None) -> tuple[str, str] | None:
         """Create or update a source; returns its previous (base URL, version), None when new."""
         with self.conn.transaction():
             previous = self.conn.execute(
                 "SELECT base_url, version FROM sources WHERE name = %s FOR UPDATE", (name,)
             ).fetchone()
             self.conn.execute(
-                """INSERT INTO sources (name, location, base_url, version) VALUES (%s, %s, %s, %s)
+                """INSERT INTO sources (name, location, base_url, version, site, default_version)
+                   VALUES (%s, %s, %s, %s, %s, %s)
                    ON CONFLICT (name) DO UPDATE
                    SET location = excluded.location, base_url = excluded.base_url, version = excluded.version,
-                       updated_at = now()""",
-                (name, location, base_url, version),
+                       site = excluded.site, default_version = excluded.default_version, updated_at = now()""",
+                (name, location, base_url, version, site, version if default_version is None else default_version),
             )
         return (previous[0], previous[1]) if previous else None
 
@@ -310,9 +320,10 @@ class Store:
         finally:
             self.conn.execute("SELECT pg_advisory_unlock(hashtextextended('pgcite:source:' || %s, 0))", (name,))
 
-    def document_checksums(self, source: str) -> dict[str, str]:
-        rows = self.conn.execute("SELECT path, checksum FROM documents WHERE source = %s", (source,)).fetchall()
-        return dict(rows)
+    def document_checksums(self, source: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """path -> (stored checksum, the files the page includes)."""
+        rows = self.conn.execute("SELECT path, checksum, includes FROM documents WHERE source = %s", (source,))
+        return {path: (checksum, tuple(includes)) for path, checksum, includes in rows}
 
     def cached_embeddings(self, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         """Vectors already stored for these texts (any document): the embedding cache."""
@@ -326,17 +337,19 @@ class Store:
 
     def replace_document(
         self, source: str, path: str, title: str, url: str, checksum: str, chunks: Sequence[ChunkRow],
-        version: str = "",
+        version: str = "", kind: str = "page", includes: Sequence[str] = (),
     ) -> None:
         """Insert or replace one document and all its chunks, atomically."""
         with self.conn.transaction():
             (doc_id,) = self.conn.execute(
-                """INSERT INTO documents (source, path, title, url, checksum, version) VALUES (%s, %s, %s, %s, %s, %s)
+                """INSERT INTO documents (source, path, title, url, checksum, version, kind, includes)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
                    ON CONFLICT (source, path) DO UPDATE
                    SET title = excluded.title, url = excluded.url, checksum = excluded.checksum,
-                       version = excluded.version, ingested_at = now()
+                       version = excluded.version, kind = excluded.kind, includes = excluded.includes,
+                       ingested_at = now()
                    RETURNING id""",
-                (source, path, title, url, checksum, version),
+                (source, path, title, url, checksum, version, kind, list(includes)),
             ).fetchone()
             self.conn.execute("DELETE FROM chunks WHERE document_id = %s", (doc_id,))
             with self.conn.cursor().copy(
@@ -372,10 +385,11 @@ class Store:
             """SELECT s.name, s.location, s.base_url,
                       (SELECT count(*) FROM documents d WHERE d.source = s.name),
                       (SELECT count(*) FROM chunks c WHERE c.source = s.name),
-                      to_char(s.updated_at, 'YYYY-MM-DD HH24:MI:SS')
+                      to_char(s.updated_at, 'YYYY-MM-DD HH24:MI:SS'), s.site, s.default_version,
+                      ARRAY(SELECT DISTINCT d.version FROM documents d WHERE d.source = s.name ORDER BY 1)
                FROM sources s ORDER BY s.name"""
         ).fetchall()
-        return [SourceInfo(*row) for row in rows]
+        return [SourceInfo(*row[:8], versions=tuple(row[8])) for row in rows]
 
     def chunk_count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
@@ -420,6 +434,7 @@ class Store:
         max_distance: float | None = None,
         word_match: WordMatch | None = None,
         candidates: int = 100,
+        demote_changelogs: bool = False,
     ) -> list[SearchHit]:
         """The k best chunks for a question, best first, ties broken by id.
 
@@ -431,6 +446,8 @@ class Store:
         for every candidate. BM25 statistics are those of the chunk's own source. Every hit carries
         its cosine distance, and max_distance (the relevance bar) applies to it in every mode; with
         `word_match`, a chunk that holds enough of the question's words passes at a larger distance.
+        Without a version filter, each source answers from its default version. With
+        `demote_changelogs`, release notes' rank scores are multiplied by CHANGELOG_FACTOR.
 
         Iterative index scans keep filtered searches from silently returning fewer than k rows;
         relaxed order is re-sorted by the outer query."""
@@ -444,7 +461,7 @@ class Store:
             "coverage_max_distance": word_match.max_distance if word_match else None,
             "use_vector": mode in ("vector", "hybrid"), "use_text": mode in ("text", "hybrid"),
             "chunk_weight": CHUNK_WEIGHT, "section_weight": SECTION_WEIGHT, "k1": BM25_K1, "b": BM25_B,
-            "postings": TEXT_POSTINGS,
+            "postings": TEXT_POSTINGS, "demote": demote_changelogs, "changelog_factor": CHANGELOG_FACTOR,
         }
         with self.conn.transaction():
             self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
@@ -458,12 +475,15 @@ class Store:
 _FILTERS = """
     (%(source)s::text IS NULL OR c.source = %(source)s)
     AND (%(prefix)s::text IS NULL OR starts_with(c.path, %(prefix)s))
-    AND (%(version)s::text IS NULL OR c.version = %(version)s)
+    AND c.version = coalesce(%(version)s::text, (SELECT defaults FROM default_versions) ->> c.source, c.version)
     AND (NOT %(exclude_flagged)s OR cardinality(c.flags) = 0)
 """
 
 _SEARCH_SQL = f"""
-WITH vector_side AS MATERIALIZED (
+WITH default_versions AS MATERIALIZED (
+    SELECT jsonb_object_agg(name, default_version) AS defaults FROM sources
+),
+vector_side AS MATERIALIZED (
     SELECT c.id FROM chunks c
     WHERE %(use_vector)s AND {_FILTERS}
     ORDER BY c.embedding <=> %(q)s LIMIT %(n)s
@@ -547,7 +567,8 @@ SELECT c.id, c.source, d.path, c.url, d.title, c.heading, c.breadcrumb, c.conten
                  THEN 1 - v.distance + %(chunk_weight)s * coalesce(t.bm25 / nullif(best.chunk, 0), 0)
                                      + %(section_weight)s * coalesce(s.bm25 / nullif(best.section, 0), 0)
             WHEN %(use_vector)s THEN 1 - v.distance
-            ELSE t.bm25 END AS rank_score,
+            ELSE t.bm25 END
+       * CASE WHEN %(demote)s AND d.kind = 'changelog' THEN %(changelog_factor)s ELSE 1 END AS rank_score,
        w.coverage
 FROM candidates JOIN chunks c USING (id) JOIN documents d ON d.id = c.document_id
 LEFT JOIN chunk_bm25 t ON t.id = c.id

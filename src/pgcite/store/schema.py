@@ -99,4 +99,15 @@ MIGRATIONS: list[str] = [
         JOIN (SELECT source, count(*) AS total FROM chunks GROUP BY source) n USING (source);
     CREATE UNIQUE INDEX lexeme_idf_source_lexeme_idx ON lexeme_idf (source, lexeme);
     """,
+    # 5: site generators. Each source records its generator and the version search answers from
+    # by default (its newest release; for an unversioned source, the label it was ingested with);
+    # each document whether it is a guide page or release notes (ranked lower, Store.search), and
+    # the files it includes (a changed include re-processes the page).
+    """
+    ALTER TABLE sources ADD COLUMN site text NOT NULL DEFAULT '';
+    ALTER TABLE sources ADD COLUMN default_version text NOT NULL DEFAULT '';
+    UPDATE sources SET default_version = version;
+    ALTER TABLE documents ADD COLUMN kind text NOT NULL DEFAULT 'page';
+    ALTER TABLE documents ADD COLUMN includes text[] NOT NULL DEFAULT '{}';  -- files the page includes
+    """,
 ]

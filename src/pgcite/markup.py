@@ -1,0 +1,344 @@
+"""Markup a reader never sees, in any generator's Markdown: HTML and JSX tags, comments and
+container fences; and the tools the generators' own passes share (fence-aware line walks,
+inline code kept out of reach).
+
+Every rule here runs on prose only: callers hand it text that holds no code block, and inline
+code spans are swapped for placeholders first, so `<!-- x -->` or `<Tabs>` quoted in backticks
+stays as written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+__all__ = [
+    "Fence",
+    "Tag",
+    "clean_prose",
+    "fence_open",
+    "fence_closes",
+    "iter_tags",
+    "jsx_expression_end",
+    "protect_code_spans",
+    "split_fenced",
+    "strip_tags",
+]
+
+# --- fences -------------------------------------------------------------------------------
+
+# A backtick fence's info string has no backtick: "```a``` b" is inline code, not a fence.
+_FENCE_OPEN = re.compile(r"^(?P<indent>[ \t>]*)(?P<marker>`{3,}(?!.*`)|~{3,})(?P<info>.*)$")
+_FENCE_CLOSE = re.compile(r"^[ \t>]*(?P<marker>`{3,}|~{3,})[ \t]*$")
+
+
+@dataclass(frozen=True)
+class Fence:
+    indent: str
+    marker: str
+    info: str
+
+
+def fence_open(line: str) -> Fence | None:
+    match = _FENCE_OPEN.match(line)
+    return Fence(match["indent"], match["marker"], match["info"].strip()) if match else None
+
+
+def fence_closes(line: str, fence: Fence) -> bool:
+    match = _FENCE_CLOSE.match(line)
+    return bool(match) and match["marker"][0] == fence.marker[0] and len(match["marker"]) >= len(fence.marker)
+
+
+def split_fenced(text: str) -> Iterator[tuple[list[str], Fence | None]]:
+    """Runs of lines, in order: prose (fence None) or one whole fenced block, fence lines
+    included. Fences are found at any indentation, as site generators' own passes need (a fence
+    inside an indented admonition is still a fence)."""
+    prose: list[str] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        fence = fence_open(lines[i])
+        if fence is None:
+            prose.append(lines[i])
+            i += 1
+            continue
+        if prose:
+            yield prose, None
+            prose = []
+        end = i + 1
+        while end < len(lines) and not fence_closes(lines[end], fence):
+            end += 1
+        yield lines[i : end + 1], fence  # an unclosed fence runs to the end, as in CommonMark
+        i = end + 1
+    if prose:
+        yield prose, None
+
+
+# --- inline code --------------------------------------------------------------------------
+
+_BACKTICKS = re.compile(r"(?<!\\)`+")
+_PLACEHOLDER = re.compile("\ue000(\\d+)\ue001")
+
+
+def protect_code_spans(text: str) -> tuple[str, Callable[[str], str]]:
+    """`text` with each inline code span replaced by a placeholder no rule matches, and the
+    function that puts the spans back. A span is a run of n backticks closed by the next run of
+    exactly n within the same paragraph (CommonMark)."""
+    spans: list[str] = []
+    out: list[str] = []
+    pos = 0
+    for opening in _BACKTICKS.finditer(text):
+        if opening.start() < pos:
+            continue
+        paragraph_end = re.compile(r"\n[ \t]*\n").search(text, opening.end())
+        limit = paragraph_end.start() if paragraph_end else len(text)
+        closing = next((m for m in _BACKTICKS.finditer(text, opening.end(), limit)
+                        if len(m.group()) == len(opening.group())), None)
+        if closing is None:
+            continue
+        out.append(text[pos : opening.start()])
+        out.append(f"\ue000{len(spans)}\ue001")
+        spans.append(text[opening.start() : closing.end()])
+        pos = closing.end()
+    out.append(text[pos:])
+
+    def restore(cleaned: str) -> str:
+        return _PLACEHOLDER.sub(lambda m: spans[int(m.group(1))], cleaned)
+
+    return "".join(out), restore
+
+
+# --- tags ---------------------------------------------------------------------------------
+
+_TAG_START = re.compile(r"<(/?)([A-Za-z][\w.-]*)")
+_ATTRIBUTE = re.compile(r"\s*([^\s=/>\"'{}]+)(?:\s*=\s*(\"[^\"]*\"|'[^']*'|\{|[^\s>\"'{}]+))?", re.DOTALL)
+_EMPTY_LINK = re.compile(r"\[\s*\]\([^)\s]*\)")  # what a link around an image leaves
+_MAX_TAG = 4000  # characters; a "<" that opens no tag within this is text
+
+# Their content is not text a reader sees (or is data for scripts).
+_HIDDEN = {"script", "style", "svg", "iframe", "noscript", "template", "head", "object", "canvas",
+           "video", "audio", "picture", "math", "select", "textarea"}
+# Block-level: a line break keeps the text on either side apart.
+_BLOCK = {"p", "div", "section", "article", "header", "footer", "nav", "aside", "main", "ul", "ol",
+          "li", "table", "thead", "tbody", "tfoot", "tr", "h1", "h2", "h3", "h4", "h5", "h6",
+          "blockquote", "pre", "figure", "figcaption", "dl", "dt", "dd", "details", "center",
+          "form", "fieldset", "hr"}
+_CELLS = {"td", "th", "br"}
+_MARKS = {"code": "`", "kbd": "`", "samp": "`", "tt": "`", "strong": "**", "b": "**", "em": "*", "i": "*"}
+# JSX components whose label is what the reader sees as a tab or box title.
+_LABELLED = {"tabitem": ("label", "value"), "admonition": ("title",)}
+
+
+@dataclass(frozen=True)
+class Tag:
+    name: str
+    closing: bool
+    self_closing: bool
+    attrs: dict[str, str]
+    start: int
+    end: int
+
+
+def jsx_expression_end(text: str, start: int) -> int:
+    """Index just past the `}` closing the `{` at `start` (quotes and nesting respected), or -1."""
+    depth, i, quote = 0, start, ""
+    while i < len(text) and i - start < _MAX_TAG:
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'`":
+            quote = ch
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return -1
+
+
+def _scan_tag(text: str, match: re.Match[str]) -> Tag | None:
+    """The tag starting at `match`, attributes read as HTML/JSX, or None when it is not a tag
+    (an autolink such as <https://x>, a comparison such as a <b)."""
+    closing, name = match.group(1) == "/", match.group(2)
+    i = match.end()
+    if i < len(text) and text[i] not in " \t\n/>":
+        return None
+    attrs: dict[str, str] = {}
+    while i < len(text) and i - match.start() < _MAX_TAG:
+        if text[i] == ">":
+            return Tag(name, closing, False, attrs, match.start(), i + 1)
+        if text.startswith("/>", i):
+            return Tag(name, closing, True, attrs, match.start(), i + 2)
+        if text[i].isspace():
+            i += 1
+            continue
+        if text[i] == "{":  # a spread {...props}
+            end = jsx_expression_end(text, i)
+            if end < 0:
+                return None
+            i = end
+            continue
+        attribute = _ATTRIBUTE.match(text, i)
+        if attribute is None or attribute.end() == i:
+            i += 1  # a stray quote or brace: a browser skips it too
+            continue
+        value = attribute.group(2) or ""
+        i = attribute.end()
+        if value == "{":
+            end = jsx_expression_end(text, i - 1)
+            if end < 0:
+                return None
+            value, i = text[i - 1 : end], end
+        attrs[attribute.group(1).lower()] = value.strip("\"'")
+    return None
+
+
+def _replacement(tag: Tag, links: list[str], inline: bool) -> str:
+    name = tag.name.lower()
+    if name == "a":
+        if tag.closing:
+            href = links.pop() if links else ""
+            return f"]({href})" if href else ""
+        href = "" if tag.self_closing else tag.attrs.get("href", "")
+        href = "" if href.startswith("{") else href
+        if not tag.self_closing:
+            links.append(href)
+        return "[" if href else ""
+    if name in _MARKS:
+        return _MARKS[name]
+    if name == "summary":
+        return "**\n" if tag.closing else "\n**"
+    if name in _LABELLED and not tag.closing:
+        label = next((tag.attrs[a] for a in _LABELLED[name] if tag.attrs.get(a) and not tag.attrs[a].startswith("{")), "")
+        return f"\n**{label}**\n" if label else "\n"
+    if name in _CELLS:
+        return " "
+    if name in _BLOCK or (tag.name[:1].isupper() and not inline):
+        return "\n"
+    return ""
+
+
+def iter_tags(text: str) -> Iterator[Tag]:
+    """The HTML/JSX tags of `text`, in order, none overlapping."""
+    pos = 0
+    for match in _TAG_START.finditer(text):
+        if match.start() < pos:
+            continue
+        tag = _scan_tag(text, match)
+        if tag is not None:
+            yield tag
+            pos = tag.end
+
+
+def strip_tags(text: str) -> str:
+    """HTML and JSX tags replaced by what a reader sees: their text, with links kept as Markdown
+    links, code/bold/italic as Markdown, a tab's or summary's label as a bold line, and hidden
+    elements (script, style, svg...) dropped with their content."""
+    out: list[str] = []
+    links: list[str] = []
+    pos = 0
+    for tag in iter_tags(text):
+        if tag.start < pos:  # inside a hidden element already dropped
+            continue
+        out.append(text[pos : tag.start])
+        pos = tag.end
+        if tag.name.lower() in _HIDDEN and not tag.closing and not tag.self_closing:
+            close = re.compile(rf"</{re.escape(tag.name)}\s*>", re.IGNORECASE).search(text, tag.end)
+            if close:
+                pos = close.end()
+            continue
+        # A component inside a line of text (<Highlight>, <Link>) is inline; on a line of its own, a block.
+        line_start = text.rfind("\n", 0, tag.start) + 1
+        line_end = text.find("\n", tag.end)
+        inline = bool(text[line_start : tag.start].strip()) and bool(text[tag.end : None if line_end < 0 else line_end].strip())
+        out.append(_replacement(tag, links, inline))
+    out.append(text[pos:])
+    return _EMPTY_LINK.sub("", "".join(out))
+
+
+# --- the generic pass ---------------------------------------------------------------------
+
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_MDX_COMMENT = re.compile(r"\{/\*.*?\*/\}", re.DOTALL)
+_CONTAINER = re.compile(
+    r"^(?P<indent>[ \t]*):{3,}[ \t]*(?P<kind>[\w-]*)[ \t]*(?:\[(?P<bracketed>[^\]]*)\]|(?P<title>.*?))[ \t]*(?:\{[^}]*\})?[ \t]*$"
+)
+_GENERIC_TITLES = {"info", "tip", "note", "warning", "danger", "caution", "important", "details", "success",
+                   "example", "abstract", "question", "failure", "bug", "quote", "attention", "error", "hint",
+                   "check", "todo", "seealso"}
+_MARKER_LINE = re.compile(
+    r"""^[ \t]*(?:
+        <a[ \t]+id=['"]snippet-[^'"]*['"][ \t]*>[ \t]*</a>          # MarkdownSnippets start anchor
+      | <sup>[ \t]*<a[^>]*>[ \t]*snippet[ \t]+source[ \t]*</a>.*</sup>  # MarkdownSnippets footer
+      | <<<[ \t]+\S.*                                            # a code import left unresolved
+      | \[\[toc\]\]                                              # table of contents
+      | \[TOC\]
+    )[ \t]*$""",
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
+def _keep_newlines(match: re.Match[str]) -> str:
+    return "\n" * match.group(0).count("\n")
+
+
+def _container_line(match: re.Match[str]) -> str:
+    title = (match.group("bracketed") or match.group("title") or "").strip()
+    generic = title.lower() in _GENERIC_TITLES | {match.group("kind").lower()}
+    # The title is glued to the next line (no blank) so it stays in the same block.
+    return f"{match.group('indent')}**{title}**" if title and not generic else ""
+
+
+def clean_prose(segment: str, *, jsx: bool = False) -> str:
+    """Remove the markup every generator shares from text that holds no code block: comments,
+    tags (see `strip_tags`), `:::` container fences (a custom title kept as a bold line), snippet
+    markers and table-of-contents placeholders. With `jsx` (MDX pages), `{expressions}` go too:
+    in MDX a brace in prose is always code, never text (a literal one is written `\\{`)."""
+    text, restore = protect_code_spans(segment)
+    text = _HTML_COMMENT.sub(_keep_newlines, text)
+    text = _MDX_COMMENT.sub(_keep_newlines, text)
+    lines = []
+    for line in text.split("\n"):
+        container = _CONTAINER.match(line)
+        if container:
+            lines.append(_container_line(container))
+        elif _MARKER_LINE.match(line):
+            lines.append("")
+        else:
+            lines.append(line)
+    text = strip_tags("\n".join(lines))
+    if jsx:
+        text = _drop_expressions(text)
+    return restore(text)
+
+
+_HEADING_ID = re.compile(r"\{#[\w:.-]+\}")
+
+
+def _drop_expressions(text: str) -> str:
+    out: list[str] = []
+    pos = 0
+    i = text.find("{")
+    while i >= 0:
+        if i > 0 and text[i - 1] == "\\":  # \{ is a literal brace
+            out.append(text[pos : i - 1] + "{")
+            pos = i + 1
+            i = text.find("{", pos)
+            continue
+        if heading_id := _HEADING_ID.match(text, i):  # {#id} after a heading is its id, kept
+            i = text.find("{", heading_id.end())
+            continue
+        end = jsx_expression_end(text, i)
+        if end < 0:
+            break
+        out.append(text[pos:i] + "\n" * text[i:end].count("\n"))
+        pos = end
+        i = text.find("{", pos)
+    out.append(text[pos:])
+    return "".join(out).replace("\\}", "}")

@@ -1,0 +1,3 @@
+export function hello() {
+  return 'hello from a raw import';
+}

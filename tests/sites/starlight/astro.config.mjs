@@ -1,0 +1,2 @@
+import starlight from '@astrojs/starlight';
+export default {integrations: [starlight({title: 'Pulleys'})]};

@@ -1,0 +1,4 @@
+// #region connect
+const client = connect('sprockets://localhost')
+// #endregion connect
+client.close()
