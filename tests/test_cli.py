@@ -151,3 +151,50 @@ def test_marten_corpus_acceptance(env: dict[str, str], tmp_path: Path):
     page.write_text(text.replace("## Installation\n", "## Installation\n\nFirst, read this note.\n", 1))
     edited = pgcite(*args, env=env)
     assert "0 new, 1 changed" in edited.stdout and " 1 chunks embedded" in edited.stdout, edited.stdout
+
+
+def test_a_folder_without_pages_exits_non_zero_with_one_line(env: dict[str, str], tmp_path: Path):
+    empty = tmp_path / "site"
+    (empty / "img").mkdir(parents=True)
+    (empty / "img" / "logo.png").write_bytes(b"\x89PNG")
+    done = pgcite("ingest", str(empty), env=env)
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: no pages in ") and "(1 other files)" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    bad = pgcite("ingest", str(empty), "--site", "jekyll", env=env)
+    assert bad.returncode == 2 and "unknown site generator 'jekyll'" in bad.stderr
+
+
+def test_progress_without_a_terminal_is_a_line_every_few_seconds(monkeypatch: pytest.MonkeyPatch):
+    import io
+
+    from rich.console import Console
+
+    from pgcite import cli
+    from pgcite.ingest import IngestReport
+
+    log = io.StringIO()
+    monkeypatch.setattr(cli, "err", Console(file=log, force_terminal=False, width=200))
+    now = [100.0]
+    monkeypatch.setattr(cli._Progress, "_now", staticmethod(lambda: now[0]))
+    report = IngestReport(source="docs", new=3, chunks_embedded=40)
+    with cli._Progress("docs") as progress:
+        for step in range(12):  # a file a second for twelve seconds
+            now[0] += 1.0
+            report.new += 1
+            progress(f"page{step}.md", report)
+    lines = log.getvalue().splitlines()
+    assert lines == ["ingesting docs: 8 files, 40 chunks embedded, 0 reused (5 s)",
+                     "ingesting docs: 13 files, 40 chunks embedded, 0 reused (10 s)"]
+
+
+def test_sources_lists_the_site_and_its_versions(env: dict[str, str]):
+    site = REPO / "tests" / "sites" / "docusaurus" / "website"
+    done = pgcite("ingest", str(site), "--source", "gadgets", "--base-url", "https://g.dev/", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "docusaurus site, versions 2.0, 1.0, next (default 2.0)" in done.stdout
+    listed = pgcite("sources", env=env)
+    assert "gadgets  docusaurus, 8 documents" in listed.stdout
+    assert "versions 1.0, 2.0, next (default 2.0)" in listed.stdout
+    older = _json_search("Which Node.js version do gadgets need?", env, "--version", "1.0", "-k", "1")
+    assert older[0]["path"] == "versioned_docs/version-1.0/intro.md"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +13,10 @@ import pytest
 
 from pgcite.config import Settings
 from pgcite.embedding import OpenAIEmbedder
-from pgcite.errors import EmbeddingError, ModelMismatchError
+from pgcite.errors import EmbeddingError, ModelMismatchError, PgciteError, SourceError
 from pgcite.ingest import ingest, open_location
 from pgcite.retrieval import search
-from pgcite.store import Store
+from pgcite.store import SearchFilter, Store
 from tests.fake_openai import FakeOpenAI, closed_port
 
 GUIDE = """---
@@ -180,3 +181,75 @@ def test_two_ingests_of_one_source_at_once_make_no_duplicates(settings: Settings
         chunk_ids = store.conn.execute("SELECT count(*), count(DISTINCT (document_id, ord)) FROM chunks").fetchone()
     assert docs == (3, 3)
     assert chunk_ids[0] == chunk_ids[1]
+
+
+SITES = Path(__file__).parent / "sites"
+
+
+def test_a_versioned_site_answers_from_its_default_version(settings: Settings, embedder):
+    report, _ = _run(settings, embedder, SITES / "docusaurus" / "website", name="gadgets", base_url="https://g.dev/")
+    assert report.site == "docusaurus" and report.versions == ("2.0", "1.0", "next") and report.default_version == "2.0"
+    assert "versions 2.0, 1.0, next (default 2.0)" in report.summary()
+    question = "Which Node.js version do gadgets need?"
+    with Store.open(settings, read_only=True) as store:
+        default = search(store, embedder, question, k=10)
+        older = search(store, embedder, question, k=10, filters=SearchFilter(version="1.0"))
+        listed = store.list_sources()
+    assert {h.path.split("/")[0] + "/" + h.path.split("/")[1] for h in default} == {"versioned_docs/version-2.0"}
+    assert "18.0 or above" in default[0].content and default[0].url == "https://g.dev/docs/"
+    assert older and all(h.path.startswith("versioned_docs/version-1.0/") for h in older)
+    assert "14 or above" in older[0].content
+    assert listed[0].site == "docusaurus" and listed[0].default_version == "2.0"
+    assert set(listed[0].versions) == {"2.0", "1.0", "next"}
+    with Store.open(settings) as store, pytest.raises(PgciteError, match="has versions of its own"):
+        ingest(open_location(str(SITES / "docusaurus" / "website"), settings), source_name="gadgets", base_url="",
+               settings=settings, store=store, embedder=embedder, version="v9")
+
+
+def test_release_notes_rank_below_guides_unless_the_question_is_about_a_release(
+        settings: Settings, embedder, tmp_path: Path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "retries.md").write_text("# Retries\n\n## Retry budget\n\nThe client retries a failed upload three times.\n")
+    (root / "CHANGELOG.md").write_text("# Changelog\n\n## 2.4.0\n\nThe client retries a failed upload three times now.\n")
+    _run(settings, embedder, root)
+    with Store.open(settings, read_only=True) as store:
+        kinds = dict(store.conn.execute("SELECT path, kind FROM documents").fetchall())
+        guide = search(store, embedder, "How often does the client retry a failed upload?", k=2)
+        release = search(store, embedder, "In which version does the client retry a failed upload?", k=2)
+    assert kinds == {"retries.md": "page", "CHANGELOG.md": "changelog"}
+    assert [h.path for h in guide] == ["retries.md", "CHANGELOG.md"]
+    assert guide[1].rank_score < 0.85 * guide[0].rank_score  # demoted by CHANGELOG_FACTOR
+    assert release[1].rank_score > 0.85 * release[0].rank_score  # ranked like any page
+
+
+def test_a_changed_include_re_processes_the_pages_that_include_it(settings: Settings, embedder, tmp_path: Path):
+    shutil.copytree(SITES / "mkdocs", tmp_path / "mkdocs")
+    site = tmp_path / "mkdocs" / "site"
+    first, chunks = _run(settings, embedder, site)
+    assert first.site == "mkdocs" and first.new == 3 and any("app.spin(rate=40)" in c for c in chunks.values())
+    assert first.problems and all("escape.md" in p for p in first.problems)
+    again, _ = _run(settings, embedder, site)
+    assert (again.new, again.changed, again.unchanged) == (0, 0, 3)
+    app = tmp_path / "mkdocs" / "examples" / "app.py"
+    app.write_text(app.read_text().replace("rate=40", "rate=45"))
+    edited, after = _run(settings, embedder, site)
+    assert (edited.changed, edited.unchanged) == (1, 2)  # spinning.md includes app.py
+    assert any("app.spin(rate=45)" in c for c in after.values())
+    assert not any("app.spin(rate=40)" in c for c in after.values())
+
+
+def test_a_folder_without_pages_is_an_error_and_removes_nothing(settings: Settings, embedder, tmp_path: Path):
+    root = _write_docs(tmp_path / "docs")
+    _, before = _run(settings, embedder, root)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not a page")
+    with pytest.raises(SourceError, match=r"no pages in .*empty: no \*\.md, \*\.markdown, \*\.mdx files .*\(1 other files\)"):
+        _run(settings, embedder, empty)  # the same source name: nothing of it may go
+    with pytest.raises(SourceError, match="no pages"):
+        _run(settings, embedder, empty, name="new-one")
+    with Store.open(settings) as store:
+        after = dict(store.conn.execute("SELECT id, content FROM chunks ORDER BY id").fetchall())
+        names = [s.name for s in store.list_sources()]
+    assert after == before and names == ["w"]  # the failed new source left no row behind

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import time
 from pathlib import PurePosixPath
 from typing import Annotated, Optional
 
@@ -62,14 +63,11 @@ class _Progress:
     long ingest is never silent."""
 
     EVERY = 5.0  # seconds between lines when stderr is not a terminal
+    _now = staticmethod(time.monotonic)
 
     def __init__(self, name: str) -> None:
-        import time
-
-        self._clock = time.monotonic
         self._name = name
-        self._last = self._clock()
-        self._started = self._last
+        self._last = self._started = self._now()
         self._bar: Progress | None = None
         if err.is_terminal:
             self._bar = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
@@ -90,8 +88,8 @@ class _Progress:
         counts = f"{report.files_read} files, {report.chunks_embedded} chunks embedded, {report.chunks_reused} reused"
         if self._bar:
             self._bar.update(self._task, counts=counts, path=escape(path))
-        elif self._clock() - self._last >= self.EVERY:
-            self._last = self._clock()
+        elif self._now() - self._last >= self.EVERY:
+            self._last = self._now()
             err.print(f"ingesting {escape(self._name)}: {counts} ({self._last - self._started:.0f} s)", soft_wrap=True)
 
 
@@ -371,6 +369,7 @@ def _compare_table(results, title: str):
 def eval_questions(
     questions: Annotated[str, typer.Argument(help="A JSONL file: one question per line (see `pgcite.evaluation`).")],
     source: Annotated[Optional[str], typer.Option("--source", help="Only this source.")] = None,
+    version: Annotated[Optional[str], typer.Option("--version", help="Only this version (default: each source's default).")] = None,
     k: Annotated[int, typer.Option("-k", help="Distinct sections that count as retrieved (MRR@k, recall@k).")] = 3,
     answers: Annotated[bool, typer.Option("--answers", help="Also ask every question and check the answers.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout: metrics and per-question rows.")] = False,
@@ -431,14 +430,14 @@ def eval_questions(
             progress.update(task, advance=1, item=item)
 
         retrievals = run_searches(qs, store, embedder, k=k, source=source, mode=settings.search_mode,
-                                  progress=advance)
+                                  progress=advance, version=version)
         records = None
         if generator is not None:
             progress.reset(task, total=len(qs), description=f"asking ({generator.name})", item="")
             records = run_answers(qs, store, embedder, generator, source=source, mode=settings.search_mode,
-                                  token_budget=settings.chat_context_tokens, progress=advance)
+                                  token_budget=settings.chat_context_tokens, progress=advance, version=version)
     report = evaluate(qs, retrievals, records, k=k)
-    report.info = {"questions": len(qs), "source": source, "search_mode": settings.search_mode,
+    report.info = {"questions": len(qs), "source": source, "version": version, "search_mode": settings.search_mode,
                    "generator": generator.name if generator else None}
     if as_json:
         print(report.dumps())

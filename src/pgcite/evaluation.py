@@ -470,7 +470,7 @@ def _tokens(embedder, hit) -> int:
 
 def run_searches(
     questions: Sequence[Question], store, embedder, *, k: int, source: str | None = None, mode: str = DEFAULT_SEARCH_MODE,
-    progress: Progress | None = None,
+    progress: Progress | None = None, version: str | None = None,
 ) -> dict[str, Retrieval]:
     from .retrieval import search
     from .store import SearchFilter
@@ -479,7 +479,8 @@ def run_searches(
     for q in questions:
         if progress:
             progress(q.id)
-        hits = search(store, embedder, q.question, k=fetch_size(k), mode=mode, filters=SearchFilter(source=source))
+        hits = search(store, embedder, q.question, k=fetch_size(k), mode=mode,
+                      filters=SearchFilter(source=source, version=version))
         retrievals[q.id] = Retrieval(tuple(distinct_sections(hits, max(k, 3))),
                                      sum(_tokens(embedder, h) for h in hits[:3]))
     return retrievals
@@ -487,7 +488,7 @@ def run_searches(
 
 def run_answers(
     questions: Sequence[Question], store, embedder, generator, *, source: str | None = None, mode: str = DEFAULT_SEARCH_MODE,
-    token_budget: int = 3000, progress: Progress | None = None,
+    token_budget: int = 3000, progress: Progress | None = None, version: str | None = None,
 ) -> dict[str, AnswerRecord]:
     """Each question through `ask`, as `pgcite ask` runs it (flagged chunks left out)."""
     from .answer import ask
@@ -498,7 +499,8 @@ def run_answers(
         if progress:
             progress(q.id)
         answer = ask(q.question, store=store, embedder=embedder, generator=generator, mode=mode,
-                     token_budget=token_budget, filters=SearchFilter(source=source, exclude_flagged=True))
+                     token_budget=token_budget,
+                     filters=SearchFilter(source=source, version=version, exclude_flagged=True))
         by_number = {p.number: p.hit.content for p in answer.sources}
         records[q.id] = AnswerRecord(answer.text, answer.refused, tuple(answer.citations),
                                      tuple(by_number[n] for n in answer.citations if n in by_number),

@@ -238,6 +238,9 @@ class _Reader:
     ) -> None:
         self.location = location
         self.exclude = tuple(exclude)
+        # What `read` refuses: the exclusions the source was opened with (hidden files, the user's
+        # --exclude), not the patterns a site adds for files that are not pages (partials).
+        self._unreadable = tuple(exclude)
         self.include = tuple(include)
         self.limits = limits
         self.others = 0
@@ -267,7 +270,7 @@ class _Reader:
             else:
                 parts.append(part)
         member = "/".join(parts)
-        if not member or is_excluded(member, self.exclude):
+        if not member or is_excluded(member, self._unreadable):
             raise PermissionError(f"{path} is hidden or excluded")
         return member
 
@@ -327,7 +330,7 @@ class FolderSource(_Reader):
         if not self._inside(real, self.include_root):
             raise PermissionError(f"{path} is outside {self.include_root}")
         rel = os.path.relpath(real, self.include_root).replace(os.sep, "/")
-        if rel != "." and is_excluded(rel, self.exclude):
+        if rel != "." and is_excluded(rel, self._unreadable):
             raise PermissionError(f"{path} is hidden or excluded")
         if not os.path.isfile(real):
             raise FileNotFoundError(f"{path} not found")
