@@ -333,3 +333,12 @@ def test_leftovers_finds_markup_in_prose_and_ignores_code() -> None:
     assert "attribute list" in leftovers("Origin", heading=True) + leftovers("CORS { #cors }", heading=True)
     assert leftovers("/// note\n\nx\n\n///") == ["mkdocs block"]
     assert leftovers("import Tabs from '@theme/Tabs';") == ["mdx import/export"]
+
+
+def test_lowercase_tags_that_are_not_html_are_text_in_markdown_and_markup_in_mdx() -> None:
+    text = "Use <thinking> and <answer> tags, in a <div>box</div> with a <Note>note</Note>.\n"
+    assert parse(text, "x").sections[0].blocks[0].text == "Use <thinking> and <answer> tags, in a\nbox\nwith a note."
+    site, _ = read_site(SITES / "docusaurus" / "website")
+    mdx = site.render(Document("docs/x.mdx", "# X\n\n" + text, "c"))
+    assert texts(mdx) == ["Use  and  tags, in a\nbox\nwith a note."]
+    assert leftovers("Use <thinking> tags.") == [] and leftovers("A <div> box") == ["html or jsx tag"]

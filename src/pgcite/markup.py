@@ -19,6 +19,7 @@ __all__ = [
     "clean_prose",
     "fence_open",
     "fence_closes",
+    "is_markup",
     "iter_tags",
     "jsx_expression_end",
     "protect_code_spans",
@@ -116,6 +117,14 @@ _ATTRIBUTE = re.compile(r"\s*([^\s=/>\"'{}]+)(?:\s*=\s*(\"[^\"]*\"|'[^']*'|\{|[^
 _EMPTY_LINK = re.compile(r"\[\s*\]\([^)\s]*\)")  # what a link around an image leaves
 _MAX_TAG = 4000  # characters; a "<" that opens no tag within this is text
 
+# HTML's own elements. In Markdown (not MDX) a lowercase tag that is not one of them is text a
+# page shows: scraped docs write prompt tags such as <thinking> or <document> in plain prose.
+HTML_ELEMENTS = frozenset("""a abbr address area article aside audio b base bdi bdo big blockquote body br button canvas
+    caption center cite code col colgroup data datalist dd del details dfn dialog div dl dt em embed fieldset
+    figcaption figure font footer form h1 h2 h3 h4 h5 h6 head header hgroup hr html i iframe img input ins kbd label
+    legend li link main map mark menu meta meter nav nobr noscript object ol optgroup option output p param picture
+    pre progress q rp rt ruby s samp script section select small source span strike strong style sub summary sup svg
+    table tbody td template textarea tfoot th thead time title tr track tt u ul var video wbr""".split())
 # Their content is not text a reader sees (or is data for scripts).
 _HIDDEN = {"script", "style", "svg", "iframe", "noscript", "template", "head", "object", "canvas",
            "video", "audio", "picture", "math", "select", "textarea"}
@@ -224,26 +233,32 @@ def _replacement(tag: Tag, links: list[str], inline: bool) -> str:
     return ""
 
 
-def iter_tags(text: str) -> Iterator[Tag]:
-    """The HTML/JSX tags of `text`, in order, none overlapping."""
+def is_markup(name: str, jsx: bool) -> bool:
+    """Whether a tag of this name is markup: an HTML element, a component (capitalised), or in MDX
+    any tag at all."""
+    return jsx or name[:1].isupper() or name.lower() in HTML_ELEMENTS
+
+
+def iter_tags(text: str, jsx: bool = True) -> Iterator[Tag]:
+    """The tags of `text` that are markup (see `is_markup`), in order, none overlapping."""
     pos = 0
     for match in _TAG_START.finditer(text):
         if match.start() < pos:
             continue
         tag = _scan_tag(text, match)
-        if tag is not None:
+        if tag is not None and is_markup(tag.name, jsx):
             yield tag
             pos = tag.end
 
 
-def strip_tags(text: str) -> str:
+def strip_tags(text: str, jsx: bool = True) -> str:
     """HTML and JSX tags replaced by what a reader sees: their text, with links kept as Markdown
     links, code/bold/italic as Markdown, a tab's or summary's label as a bold line, and hidden
     elements (script, style, svg...) dropped with their content."""
     out: list[str] = []
     links: list[str] = []
     pos = 0
-    for tag in iter_tags(text):
+    for tag in iter_tags(text, jsx):
         if tag.start < pos:  # inside a hidden element already dropped
             continue
         out.append(text[pos : tag.start])
@@ -312,7 +327,7 @@ def clean_prose(segment: str, *, jsx: bool = False) -> str:
             lines.append("")
         else:
             lines.append(line)
-    text = strip_tags("\n".join(lines))
+    text = strip_tags("\n".join(lines), jsx)
     if jsx:
         text = _drop_expressions(text)
     return restore(text)

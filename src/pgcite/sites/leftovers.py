@@ -23,6 +23,7 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "table of contents placeholder": re.compile(r"\[\[toc\]\]|^\s*\[TOC\]\s*$", re.MULTILINE | re.IGNORECASE),
 }
 
+_TAG_NAME = re.compile(r"</?([A-Za-z][\w.-]*)(?:\s[^<>]*)?/?>")
 _FENCED = re.compile(r"^[ \t>]*(`{3,}|~{3,}).*?^[ \t>]*\1[ \t]*$", re.DOTALL | re.MULTILINE)
 
 
@@ -36,7 +37,11 @@ def _prose(text: str) -> str:
 def leftovers(text: str, *, heading: bool = False) -> list[str]:
     """The kinds of generator markup left in `text`'s prose, one name each. A heading (or
     breadcrumb) is plain text whose inline code lost its backticks, so only attribute lists and
-    block syntax count there."""
+    block syntax count there. A lowercase tag that is no HTML element (<thinking>) is text."""
     prose = text if heading else _prose(text)
     names = ("attribute list", "mkdocs block", "container fence", "html comment") if heading else PATTERNS
-    return [name for name in names if PATTERNS[name].search(prose)]
+    found = [name for name in names if PATTERNS[name].search(prose)]
+    if "html or jsx tag" in found and not any(
+            markup.is_markup(m.group(1), jsx=False) for m in _TAG_NAME.finditer(prose)):
+        found.remove("html or jsx tag")
+    return found
