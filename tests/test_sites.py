@@ -16,7 +16,7 @@ from pgcite.sites import Page, Site, detect, join_url
 from pgcite.sites.changelog import is_changelog, is_release_question
 from pgcite.sites.leftovers import leftovers
 from pgcite.markdown import parse
-from pgcite.sources import Document, Skipped
+from pgcite.sources import Document
 
 SITES = Path(__file__).parent / "sites"
 

@@ -38,13 +38,12 @@ def detect(source: Source, forced: str | None = None, *, route_base: str | None 
     levels = SITE_LEVELS if isinstance(source, FolderSource) else 0
     candidates = [cls for cls in SITES.values() if cls is not Plain and forced in (None, cls.name)]
     for up in range(levels + 1):
-        prefix = _prefix(source, up)
-        files = Files(_Above(source, up), "") if up else Files(source)
+        files = Files(source, _prefix(source, up))
         for cls in candidates:
             if cls.detect(files):
                 if up:
                     source.allow("/".join([".."] * up))  # its configuration and includes are the site's
-                site = _make(cls, Files(source, prefix), route_base)
+                site = _make(cls, files, route_base)
                 if site.covers():
                     return site
     if forced is not None and forced != "plain":
@@ -56,15 +55,5 @@ def _prefix(source: Source, up: int) -> str:
     """The ingested folder's path seen from `up` levels above it."""
     if not up:
         return ""
-    parts = posixpath.normpath(str(getattr(source, "root"))).split("/")
-    return "/".join(parts[-up:])
-
-
-class _Above:
-    """A source's `exists`, asked `up` levels above its root (for markers only)."""
-
-    def __init__(self, source: Source, up: int) -> None:
-        self._source, self._up = source, "/".join([".."] * up)
-
-    def exists(self, path: str) -> bool:
-        return self._source.exists(f"{self._up}/{path}")
+    assert isinstance(source, FolderSource)  # only a folder has folders above it
+    return "/".join(posixpath.normpath(source.root).split("/")[-up:])
