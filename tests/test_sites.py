@@ -342,3 +342,19 @@ def test_lowercase_tags_that_are_not_html_are_text_in_markdown_and_markup_in_mdx
     mdx = site.render(Document("docs/x.mdx", "# X\n\n" + text, "c"))
     assert texts(mdx) == ["Use  and  tags, in a\nbox\nwith a note."]
     assert leftovers("Use <thinking> tags.") == [] and leftovers("A <div> box") == ["html or jsx tag"]
+
+
+def test_a_site_in_a_zip_is_detected_and_its_includes_stay_inside_it(tmp_path: Path) -> None:
+    import zipfile
+
+    archive = tmp_path / "site.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in (SITES / "docusaurus" / "website").rglob("*"):
+            if path.is_file():
+                zf.write(path, path.relative_to(SITES / "docusaurus" / "website").as_posix())
+    site, pages = read_site(archive)
+    assert site.name == "docusaurus" and site.default_version == "2.0"
+    assert "The limit for gadgets is 90 turns per second." in texts(pages["docs/intro.mdx"])  # a partial, from the zip
+    escape = site.render(Document("docs/escape.mdx", "import S from '../../../etc/passwd.md';\n\n# Escape\n\n<S />\n", "c"))
+    assert texts(escape) == [] and escape.problems == ("include passwd.md left out: ../../etc/passwd.md is outside "
+                                                      f"{archive}",)
