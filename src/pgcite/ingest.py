@@ -99,7 +99,9 @@ class _Pending:
     is_new: bool
 
 
-# Called after each file is read and after each batch is embedded, with the file's path and the
+EMBED_SLICE = 128  # chunks embedded between two progress reports (about 5 s with the bundled model)
+
+# Called after each file is read and after each slice is embedded, with the file's path and the
 # report so far.
 Progress = Callable[[str, IngestReport], None]
 
@@ -204,11 +206,14 @@ def _write(
               for p in pending for c in p.chunks}
     vectors = store.cached_embeddings(list(set(hashes.values())))
     report.chunks_reused += sum(1 for h in hashes.values() if h in vectors)
-    missing = {h: c.embed_text for p in pending for c in p.chunks if (h := hashes[id(c)]) not in vectors}
-    if missing:
-        embedded = embedder.embed_documents(list(missing.values()))
-        vectors.update(zip(missing.keys(), embedded))
-        report.chunks_embedded += len(missing)
+    missing = list({h: c.embed_text for p in pending for c in p.chunks if (h := hashes[id(c)]) not in vectors}.items())
+    # In slices, so that progress is seen while one huge page (a changelog of 1,700 chunks) embeds.
+    for start in range(0, len(missing), EMBED_SLICE):
+        part = missing[start : start + EMBED_SLICE]
+        vectors.update(zip((h for h, _ in part), embedder.embed_documents([text for _, text in part])))
+        report.chunks_embedded += len(part)
+        if progress:
+            progress(pending[-1].page.path, report)
     for p in pending:
         page = p.page
         rows = [
