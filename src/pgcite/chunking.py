@@ -35,6 +35,7 @@ import tokenizers
 from markdown_it import MarkdownIt
 
 from pgcite.markdown import Block, ParsedDocument, Section
+from pgcite.markup import Fence, fence_closes, fence_open
 
 __all__ = [
     "CountTokens",
@@ -107,20 +108,12 @@ def load_token_counter(tokenizer_json: Path) -> CountTokens:
 
 _MD = MarkdownIt("commonmark").enable("table")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
-# A backtick fence's info string has no backtick: "```a``` b" is inline code, not a fence.
-_FENCE_OPEN = re.compile(r"^(?P<indent>[ \t>]*)(?P<marker>`{3,}(?!.*`)|~{3,})")
-_FENCE_CLOSE = re.compile(r"^[ \t>]*(?P<marker>`{3,}|~{3,})[ \t]*$")
 
 Sized = tuple[str, int]  # a piece of text and its token count
 
 
 def _is_fence(text: str) -> bool:
-    return _FENCE_OPEN.match(text) is not None
-
-
-def _closes(line: str, opening: str) -> bool:
-    match = _FENCE_CLOSE.match(line)
-    return bool(match) and match["marker"][0] == opening[0] and len(match["marker"]) >= len(opening)
+    return fence_open(text) is not None
 
 
 def _sentences(text: str) -> list[str]:
@@ -135,15 +128,15 @@ def _lines(text: str) -> list[str]:
     """Lines, except that a fenced code region stays one item so it is never cut."""
     out: list[str] = []
     fence: list[str] = []
-    marker = ""
+    opening: Fence | None = None
     for line in text.split("\n"):
-        if fence:
+        if fence and opening is not None:
             fence.append(line)
-            if _closes(line, marker):
+            if fence_closes(line, opening):
                 out.append("\n".join(fence))
                 fence = []
-        elif match := _FENCE_OPEN.match(line):
-            fence, marker = [line], match["marker"]
+        elif opened := fence_open(line):
+            fence, opening = [line], opened
         else:
             out.append(line)
     if fence:
@@ -255,12 +248,12 @@ def _split_table(text: str, limit: int, count: CountTokens) -> list[Sized]:
 def _split_code(text: str, limit: int, count: CountTokens) -> list[Sized]:
     """Code pieces of at most `limit` tokens, cut between lines, each a complete fence."""
     lines = text.split("\n")
-    opening = _FENCE_OPEN.match(lines[0])
+    opening = fence_open(lines[0])
     if opening is None:  # indented code: any run of its lines is still indented code
         return _group([(line, count(line)) for line in lines], "\n", limit, count)
     body = lines[1:]
-    closing = opening["indent"] + opening["marker"]
-    if body and _closes(body[-1], opening["marker"]):
+    closing = opening.indent + opening.marker
+    if body and fence_closes(body[-1], opening):
         closing = body.pop()
     sized = [(line, count(line)) for line in body]
     return _group(sized, "\n", limit, count, head=lines[0], tail=closing)

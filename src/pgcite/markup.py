@@ -30,7 +30,7 @@ __all__ = [
 # --- fences -------------------------------------------------------------------------------
 
 # A backtick fence's info string has no backtick: "```a``` b" is inline code, not a fence.
-_FENCE_OPEN = re.compile(r"^(?P<indent>[ \t>]*)(?P<marker>`{3,}(?!.*`)|~{3,})(?P<info>.*)$")
+_FENCE_OPEN = re.compile(r"^(?P<indent>[ \t>]*)(?P<marker>`{3,}(?!.*`)|~{3,})(?P<info>.*)")
 _FENCE_CLOSE = re.compile(r"^[ \t>]*(?P<marker>`{3,}|~{3,})[ \t]*$")
 
 
@@ -42,6 +42,7 @@ class Fence:
 
 
 def fence_open(line: str) -> Fence | None:
+    """The fence `line` opens (the first line, when given several), or None."""
     match = _FENCE_OPEN.match(line)
     return Fence(match["indent"], match["marker"], match["info"].strip()) if match else None
 

@@ -243,6 +243,11 @@ def code_fence(code: str, language: str = "", title: str = "") -> str:
     return f"{label}{marker}{info}\n{code.rstrip(chr(10))}\n{marker}"
 
 
+def indent_lines(text: str, indent: str) -> str:
+    """`text` with `indent` before each non-empty line (an include placed inside a list item)."""
+    return "\n".join(indent + line if line else line for line in text.split("\n"))
+
+
 _LANGUAGES = {".py": "python", ".js": "js", ".mjs": "js", ".cjs": "js", ".jsx": "jsx", ".ts": "ts", ".mts": "ts",
               ".tsx": "tsx", ".json": "json", ".yml": "yaml", ".yaml": "yaml", ".toml": "toml", ".sh": "bash",
               ".bash": "bash", ".html": "html", ".css": "css", ".scss": "scss", ".rs": "rust", ".go": "go",

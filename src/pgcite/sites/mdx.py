@@ -16,7 +16,7 @@ from ..anchors import GITHUB
 from ..markdown import Dialect, split_front_matter
 from .base import Includes, code_fence, language_of
 
-__all__ = ["MDX", "prepare_mdx"]
+__all__ = ["MDX", "MdxPages", "prepare_mdx"]
 
 MDX = Dialect(anchors=GITHUB, indented_code=False, jsx=True)
 
@@ -150,3 +150,16 @@ def prepare_mdx(body: str, includes: Includes, depth: int = 0) -> str:
     text, imports = _take_imports(text, includes)
     return "\n".join("\n".join(run) if fence else _inline_components("\n".join(run), imports, includes, depth)
                      for run, fence in markup.split_fenced(text))
+
+
+class MdxPages:
+    """For a site whose `.mdx` pages are MDX and whose other pages are its own Markdown (Starlight,
+    plain folders): put before `Site` in the bases."""
+
+    def dialect_for(self, site_path: str) -> Dialect:
+        return MDX if site_path.lower().endswith(".mdx") else super().dialect_for(site_path)  # type: ignore[misc]
+
+    def prepare(self, body: str, includes: Includes) -> str:
+        if includes.page.lower().endswith(".mdx"):
+            return prepare_mdx(body, includes)
+        return super().prepare(body, includes)  # type: ignore[misc]

@@ -16,7 +16,7 @@ import yaml
 from .. import markup
 from ..anchors import PYTHON_MARKDOWN
 from ..markdown import Dialect
-from .base import Includes, Site, code_fence, language_of, select_lines
+from .base import Includes, Site, code_fence, indent_lines, language_of, select_lines
 
 __all__ = ["MkDocs"]
 
@@ -222,7 +222,7 @@ class MkDocs(Site):
             code = select_lines(code, options.get("ln", ""))
             title = options.get("title", "").strip("\"'")
             fenced = code_fence(code, language_of(match["path"]), title)
-            return "\n".join(match["indent"] + line if line else line for line in fenced.split("\n"))
+            return indent_lines(fenced, match["indent"])
 
         def raw(match: re.Match[str]) -> str:
             content = self._read(match["path"].strip(), includes, depth, page_dir)
@@ -243,7 +243,7 @@ class MkDocs(Site):
             elif selector:
                 content = select_lines(content, selector)
             content = _SNIPPET_SECTION.sub("", nested(content)).rstrip("\n")
-            return "\n".join(indent + line if line else line for line in content.split("\n"))
+            return indent_lines(content, indent)
 
         text = _VARIANT_INCLUDE.sub(variant, text)
         text = _MDX_INCLUDE.sub(raw, text)

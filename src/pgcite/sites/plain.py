@@ -4,19 +4,12 @@ file (`--base-url https://github.com/org/repo/blob/main/docs/`), anchors by GitH
 
 from __future__ import annotations
 
-from ..markdown import Dialect
-from .base import Includes, Site
-from .mdx import MDX, prepare_mdx
+from .base import Site
+from .mdx import MdxPages
 
 __all__ = ["Plain"]
 
 
-class Plain(Site):
+class Plain(MdxPages, Site):
     name = "plain"
     pages = ("*.md", "*.markdown", "*.mdx")
-
-    def dialect_for(self, site_path: str) -> Dialect:
-        return MDX if site_path.lower().endswith(".mdx") else self.dialect
-
-    def prepare(self, body: str, includes: Includes) -> str:
-        return prepare_mdx(body, includes) if includes.page.lower().endswith(".mdx") else body

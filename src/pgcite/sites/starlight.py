@@ -9,16 +9,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..anchors import github
-from ..markdown import Dialect
-from .base import Files, Includes, Site
-from .mdx import MDX, prepare_mdx
+from .base import Files, Site
+from .mdx import MdxPages
 
 __all__ = ["Starlight"]
 
 CONTENT = "src/content/docs"
 
 
-class Starlight(Site):
+class Starlight(MdxPages, Site):
     name = "starlight"
     markers = tuple(f"astro.config.{ext}" for ext in ("mjs", "ts", "js", "mts", "cjs"))
     pages = ("*.md", "*.mdx", "*.markdown", "*.mdoc")
@@ -31,9 +30,6 @@ class Starlight(Site):
         super().__init__(files)
         self.content_dirs = (CONTENT,)
 
-    def dialect_for(self, site_path: str) -> Dialect:
-        return MDX if site_path.lower().endswith(".mdx") else self.dialect
-
     def route(self, site_path: str, front_matter: Mapping[str, Any]) -> str:
         slug = front_matter.get("slug")
         if isinstance(slug, str):
@@ -44,6 +40,3 @@ class Starlight(Site):
         if stem != "index":
             parts.append(stem)
         return "/".join(github(p) for p in parts) + "/" if parts else ""
-
-    def prepare(self, body: str, includes: Includes) -> str:
-        return prepare_mdx(body, includes) if includes.page.lower().endswith(".mdx") else body

@@ -13,7 +13,7 @@ from typing import Any
 from .. import markup
 from ..anchors import VITEPRESS
 from ..markdown import Dialect
-from .base import Includes, Site, code_fence, language_of, select_lines
+from .base import Includes, Site, code_fence, indent_lines, language_of, select_lines
 
 __all__ = ["VitePress"]
 
@@ -71,7 +71,7 @@ class VitePress(Site):
         options = (match["options"] or "").split()
         language = next((o for o in options if not re.fullmatch(r"[\d,\s-]+", o)), "") or language_of(path)
         fenced = code_fence(code, language, match["title"] or "")
-        return "\n".join(match["indent"] + l if l else l for l in fenced.split("\n"))
+        return indent_lines(fenced, match["indent"])
 
     def _markdown(self, match: re.Match[str], includes: Includes, depth: int) -> str:
         path = self._target(match["path"], includes)
