@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,9 +25,11 @@ from pgcite.evaluation import (
     contains_fact,
     distinct_sections,
     evaluate,
+    load_questions,
     failed_bars,
     matches,
     parse_bar,
+    parse_question_files,
     parse_questions,
     parse_strategies,
     run_answers,
@@ -204,7 +207,7 @@ def test_a_reference_answer_is_accepted_and_not_scored():
     ('{"question": "How?", "answerable": "no"}', 'line 3: "answerable" must be true or false'),
     ('{"question": "How?", "answer": ["a"]}', 'line 3: "answer" (the reference answer) must be a string'),
     ('{"question": "How?", "answerable": false, "chunk_fact": "x"}', "line 3: a question with \"answerable\": false"),
-    ('{"id": "one", "question": "Again?"}', "line 3: duplicate id 'one' (first on line 1)"),
+    ('{"id": "one", "question": "Again?"}', "line 3: duplicate id 'one' (first on set.jsonl line 1)"),
 ])
 def test_a_bad_line_is_one_error_naming_its_line(bad: str, message: str):
     lines = ['{"id": "one", "question": "First?"}', "", bad, "this line is never reached"]
@@ -212,6 +215,31 @@ def test_a_bad_line_is_one_error_naming_its_line(bad: str, message: str):
         parse_questions(lines, "set.jsonl")
     assert str(caught.value).startswith("set.jsonl " + message.split(":")[0]), caught.value
     assert message in str(caught.value)
+
+
+def test_a_later_file_overlays_fields_by_id_and_adds_questions(tmp_path):
+    base = tmp_path / "corpus-questions.jsonl"
+    base.write_text('{"id": "a", "question": "How?", "answer": "Like this."}\n'
+                    '{"id": "b", "question": "Why?"}\n', encoding="utf-8")
+    facts = tmp_path / "facts.jsonl"
+    facts.write_text('{"id": "a", "answer_fact": "like th"}\n'
+                     '{"id": "new", "question": "Where?", "answerable": false}\n', encoding="utf-8")
+    a, b, new = load_questions(base, facts)
+    assert (a.id, a.question, a.answer_fact) == ("a", "How?", "like th")
+    assert (b.id, b.answer_fact) == ("b", None)
+    assert (new.id, new.answerable) == ("new", False)
+
+
+@pytest.mark.parametrize("overlay, message", [
+    ('{"id": "zz", "answer_fact": "x"}', "facts.jsonl line 1: no question has id 'zz'"),
+    ('{"id": "a", "answer_fact": "(bad"}', "facts.jsonl line 1: 'answer_fact' is not a valid regular expression"),
+    ('{"id": "a", "answerable": false}', 'a question with "answerable": false has no gold'),
+    ('{"id": "a", "question": "Again?"}', "facts.jsonl line 1: duplicate id 'a' (first on base.jsonl line 1)"),
+])
+def test_a_bad_overlay_row_is_one_error_naming_its_line(overlay: str, message: str):
+    files = [("base.jsonl", ['{"id": "a", "question": "How?", "answer_fact": "x"}']), ("facts.jsonl", [overlay])]
+    with pytest.raises(EvalError, match=re.escape(message)):
+        parse_question_files(files)
 
 
 def test_an_empty_question_file_is_an_error():

@@ -20,7 +20,7 @@ import numpy as np
 from .config import DEFAULT_SEARCH_MODE
 from .embedding import Embedder
 from .generation import REFUSAL, Generator, Passage, Usage
-from .retrieval import DEFAULT_MAX_DISTANCE, Dropped, retrieve, select_context
+from .retrieval import DEFAULT_MAX_DISTANCE, Dropped, retrieve, select_context, unknown_names
 from .safety import foreign_links
 from .store import SearchFilter, Store
 
@@ -186,6 +186,12 @@ def ask_stream(
         yield REFUSAL
         yield Answer(question, REFUSAL, True, "none", [], [], [], Checks(), usage,
                      note=f"no section is within the relevance bar (cosine distance <= {max_distance})")
+        return
+    if unknown := unknown_names(store, question, filters):
+        named = ", ".join(f"{n!r}" for n in unknown)
+        yield REFUSAL
+        yield Answer(question, REFUSAL, True, "none", [], [], [Dropped(h, "closest match") for h in hits[:context]],
+                     Checks(), usage, note=f"the question names {named}, which no document uses")
         return
     selected = select_context(hits, context=context, token_budget=token_budget, count_tokens=embedder.count_tokens)
     citations = CitationFilter({p.number for p in selected.passages})

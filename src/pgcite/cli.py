@@ -367,7 +367,9 @@ def _compare_table(results, title: str):
 
 @app.command("eval")
 def eval_questions(
-    questions: Annotated[str, typer.Argument(help="A JSONL file: one question per line (see `pgcite.evaluation`).")],
+    questions: Annotated[list[str], typer.Argument(
+        help="JSONL files, one question per line (see `pgcite.evaluation`); in a later file a row with only an "
+             "id and fields (answer_fact, forbidden...) adds them to that question.")],
     source: Annotated[Optional[str], typer.Option("--source", help="Only this source.")] = None,
     version: Annotated[Optional[str], typer.Option("--version", help="Only this version (default: each source's default).")] = None,
     k: Annotated[int, typer.Option("-k", help="Distinct sections that count as retrieved (MRR@k, recall@k).")] = 3,
@@ -406,7 +408,7 @@ def eval_questions(
     settings = _settings()
     if mode is not None:
         settings = dataclasses.replace(settings, search_mode=mode)
-    qs = load_questions(questions)
+    qs = load_questions(*questions)
     embedder = make_embedder(settings)
     if compare_corpus is not None:
         _eval_compare(qs, compare_corpus, chosen, settings=settings, embedder=embedder, k=k, source=source,
@@ -442,7 +444,7 @@ def eval_questions(
     if as_json:
         print(report.dumps())
     else:
-        title = (f"{len(qs)} questions from {questions}, k={k}, {settings.search_mode} search"
+        title = (f"{len(qs)} questions from {' + '.join(questions)}, k={k}, {settings.search_mode} search"
                  + (f", source {source}" if source else "") + (f", answers by {generator.name}" if generator else ""))
         out.print(_eval_table(report, escape(title)))
     if failures := failed_bars(report, bars):

@@ -118,8 +118,7 @@ def _gold(value: object, where: str) -> tuple[Gold, ...]:
     return tuple(golds)
 
 
-def parse_question(line: str, number: int, name: str = "questions") -> Question:
-    where = f"{name} line {number}"
+def _row(line: str, where: str) -> dict:
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -129,6 +128,10 @@ def parse_question(line: str, number: int, name: str = "questions") -> Question:
         raise EvalError(f"{where}: expected a JSON object, got {type(data).__name__}")
     if unknown := sorted(set(data) - _FIELDS):
         raise EvalError(f"{where}: unknown field {unknown[0]!r}; known: {', '.join(sorted(_FIELDS))}")
+    return data
+
+
+def _question(data: dict, number: int, where: str) -> Question:
     question = data.get("question")
     if not isinstance(question, str) or not question.strip():
         raise EvalError(f'{where}: "question" must be a non-empty string')
@@ -151,33 +154,57 @@ def parse_question(line: str, number: int, name: str = "questions") -> Question:
                     _regex(data.get("forbidden"), "forbidden", where), number)
 
 
+def parse_question(line: str, number: int, name: str = "questions") -> Question:
+    where = f"{name} line {number}"
+    return _question(_row(line, where), number, where)
+
+
 def parse_questions(lines: Iterable[str], name: str = "questions") -> list[Question]:
     """Questions from JSONL text; blank lines are skipped. The first bad line raises EvalError
     naming its line number."""
-    questions: list[Question] = []
-    seen: dict[str, int] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        question = parse_question(line, number, name)
-        if question.id in seen:
-            raise EvalError(f"{name} line {number}: duplicate id {question.id!r} (first on line {seen[question.id]})")
-        seen[question.id] = number
-        questions.append(question)
-    if not questions:
-        raise EvalError(f"{name}: no questions; write one JSON object per line")
-    return questions
+    return parse_question_files([(name, lines)])
 
 
-def load_questions(path: str | Path) -> list[Question]:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise EvalError(f"no such question file: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EvalError(f"cannot read {path}: {exc}") from None
-    return parse_questions(text.splitlines(), path.name)
+def parse_question_files(files: Sequence[tuple[str, Iterable[str]]]) -> list[Question]:
+    """Questions from several JSONL texts, (name, lines) each. In a later file, a row without a
+    "question" whose id an earlier file has overlays that question's fields: answer facts or
+    forbidden patterns for a set that lives elsewhere (a corpus's own questions) are kept apart."""
+    rows: dict[str, tuple[dict, Question, str]] = {}  # id: (fields, question, where it was read)
+    for index, (name, lines) in enumerate(files):
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            where = f"{name} line {number}"
+            data = _row(line, where)
+            ident = str(data.get("id", f"line{number}"))
+            if index > 0 and "question" not in data:
+                if ident not in rows:
+                    raise EvalError(f"{where}: no question has id {ident!r}, so this row has nothing to add to")
+                base, first, _ = rows[ident]
+                data = {**base, **data}
+                rows[ident] = (data, _question(data, first.line, where), where)
+                continue
+            if ident in rows:
+                raise EvalError(f"{where}: duplicate id {ident!r} (first on {rows[ident][2]})")
+            rows[ident] = (data, _question(data, number, where), where)
+    if not rows:
+        names = ", ".join(name for name, _ in files)
+        raise EvalError(f"{names}: no questions; write one JSON object per line")
+    return [question for _, question, _ in rows.values()]
+
+
+def load_questions(*paths: str | Path) -> list[Question]:
+    """Questions from one or more JSONL files (see parse_question_files for overlays)."""
+    files = []
+    for path in map(Path, paths):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise EvalError(f"no such question file: {path}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise EvalError(f"cannot read {path}: {exc}") from None
+        files.append((path.name, text.splitlines()))
+    return parse_question_files(files)
 
 
 # --------------------------------------------------------------------------------------------

@@ -80,6 +80,31 @@ def retrieve(
                         demote_changelogs=not is_release_question(question))
 
 
+# A name in a question: inline code, or a word after the first of its sentence that is capitalised
+# ("Terraform", "LINQPad") or joins letters and digits ("IPv6", "S3"); words may be joined by . - + #.
+_TERM = re.compile(r"`([^`]+)`|([A-Za-z0-9]+(?:[.+#-][A-Za-z0-9+#]+)*)")
+
+
+def names_in(question: str) -> list[str]:
+    """What the question names: products, settings, identifiers (see _TERM)."""
+    out: list[str] = []
+    sentence_start = True
+    for match in _TERM.finditer(question):
+        code, word = match.groups()
+        first, sentence_start = sentence_start, question[match.end():match.end() + 1] in (".", "?", "!")
+        if code:
+            out.append(code)
+        elif not first and len(word) > 1 and (word[0].isupper() or re.search(r"[a-z][A-Z]|[A-Za-z]\d", word)):
+            out.append(word)
+    return list(dict.fromkeys(out))
+
+
+def unknown_names(store: Store, question: str, filters: SearchFilter = SearchFilter()) -> list[str]:
+    """The names of the question that no document of the source uses: the documents cannot say
+    anything about them ("Is there a Terraform provider?" of docs that never mention Terraform)."""
+    return store.unknown_terms(names_in(question), filters.source)
+
+
 @dataclass(frozen=True)
 class Dropped:
     hit: SearchHit

@@ -471,6 +471,23 @@ class Store:
                           coverage=float(row[11])) for row in rows]
 
 
+    def unknown_terms(self, terms: Sequence[str], source: str | None = None) -> list[str]:
+        """The terms no chunk of `source` (of any source when None) holds a word of, as the
+        full-text index reads them; a term made only of stopwords is never unknown."""
+        if not terms:
+            return []
+        rows = self.conn.execute(_UNKNOWN_TERMS_SQL, {"terms": list(terms), "source": source}).fetchall()
+        return [row[0] for row in rows]
+
+_UNKNOWN_TERMS_SQL = """
+SELECT term FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, place)
+CROSS JOIN LATERAL (SELECT tsvector_to_array(to_tsvector('english', term)) AS lexemes) l
+WHERE cardinality(l.lexemes) > 0
+  AND NOT EXISTS (SELECT 1 FROM lexeme_idf i
+                  WHERE i.lexeme = ANY(l.lexemes) AND (%(source)s::text IS NULL OR i.source = %(source)s))
+ORDER BY place
+"""
+
 # Filters, shared by both sides of the search.
 _FILTERS = """
     (%(source)s::text IS NULL OR c.source = %(source)s)
