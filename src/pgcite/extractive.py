@@ -135,6 +135,9 @@ W_OVERLAP = 0.4
 W_HEADING = 0.08
 W_RANK = 0.02
 MARGIN = 0.7  # units within this fraction of the best are candidates
+ECHO = 0.5  # a unit with less than this share of words the question lacks is docked for echoing it
+W_ECHO = 0.3
+MIN_NOVELTY = 0.25  # below this, a unit only restates the question (or quotes it) and never answers
 DUPLICATE = 0.8  # containment of content words above which a unit repeats a chosen one
 MAX_CODE_LINES = 25
 MAX_GROUP_ITEMS = 6
@@ -296,6 +299,7 @@ class _Candidate:
     cosine: float = 0.0
     overlap: float = 0.0
     heading: float = 0.0
+    novelty: float = 1.0  # share of its content words that the question does not have
     tail: list[_Atom] = field(default_factory=list)  # taken along when chosen: next lead-in + its block
 
 
@@ -456,6 +460,12 @@ def _candidates(index: int, passage: Passage) -> list[_Candidate]:
                 out.append(candidate([atom, answer]))
             continue
         if not (atom.kind == "prose" and _lead_in(atom.text)):
+            if n in singles and atom.kind == "prose" and atom.last_in_block:
+                # "Run this command on your site." + the command: the code right after a paragraph
+                # comes along with the paragraph's last sentence
+                following = [a for a in atoms[n + 1 :] if a.block == atom.block + 1]
+                if len(following) == 1 and following[0].kind == "code" and not following[0].fragment:
+                    singles[n].tail = following
             continue
         led = _led(atoms, n)
         if not led:
@@ -628,7 +638,10 @@ class ExtractiveGenerator:
                 c.overlap *= math.sqrt(LONG_UNIT / per_atom)
             c.heading = sum(idf[w] for w in q_words & c.heading_words) / q_weight if q_weight > 0 else 0.0
             rank = max(0.0, 1.0 - 0.2 * (c.passage.number - 1))
-            c.score = W_COSINE * c.cosine + W_OVERLAP * c.overlap + W_HEADING * c.heading + W_RANK * rank
+            c.novelty = len(c.words - q_words) / len(c.words) if c.words else 0.0
+            c.score = (W_COSINE * c.cosine + W_OVERLAP * c.overlap + W_HEADING * c.heading + W_RANK * rank
+                       - W_ECHO * max(0.0, ECHO - c.novelty))
+        candidates = [c for c in candidates if c.novelty >= MIN_NOVELTY]
         candidates.sort(key=lambda c: (-round(c.score, 6), c.order))
         return candidates, coverage
 

@@ -81,8 +81,10 @@ def retrieve(
 
 
 # A name in a question: inline code, or a word after the first of its sentence that is capitalised
-# ("Terraform", "LINQPad") or joins letters and digits ("IPv6", "S3"); words may be joined by . - + #.
+# ("Terraform", "LINQPad") or joins letters and digits ("IPv6", "S3"). Not file names or hosts:
+# those are the asker's own ("my tsconfig.json", "acme.github.io").
 _TERM = re.compile(r"`([^`]+)`|([A-Za-z0-9]+(?:[.+#-][A-Za-z0-9+#]+)*)")
+_PART = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}")
 
 
 def names_in(question: str) -> list[str]:
@@ -100,9 +102,13 @@ def names_in(question: str) -> list[str]:
 
 
 def unknown_names(store: Store, question: str, filters: SearchFilter = SearchFilter()) -> list[str]:
-    """The names of the question that no document of the source uses: the documents cannot say
-    anything about them ("Is there a Terraform provider?" of docs that never mention Terraform)."""
-    return store.unknown_terms(names_in(question), filters.source)
+    """The names of the question that no document of the source uses, or one of whose parts
+    ("Idempotency" of "Idempotency-Key") none does: the documents cannot say anything about them
+    ("Is there a Terraform provider?" of docs that never mention Terraform)."""
+    names = names_in(question)
+    parts = {name: [name, *(_PART.findall(name) if re.search(r"[^A-Za-z0-9]", name) else [])] for name in names}
+    unknown = set(store.unknown_terms(list(dict.fromkeys(p for ps in parts.values() for p in ps)), filters.source))
+    return [name for name in names if any(p in unknown for p in parts[name])]
 
 
 @dataclass(frozen=True)
