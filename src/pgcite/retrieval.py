@@ -20,10 +20,10 @@ from .store import SearchFilter, SearchHit, Store, WordMatch
 # Cosine distance a chunk must be within to count as relevant (score = 1 - distance >= 0.42).
 # Calibration: docs/answering.md.
 DEFAULT_MAX_DISTANCE = 0.58
-# In text and hybrid modes a chunk holding at least this share of the question's word weight (IDF)
-# may be WORD_MATCH_SLACK further away: a question worded unlike its answer ("keep a drafts folder
-# out of the index" for the section on --exclude) is still close in words. Calibration:
-# docs/answering.md ("Passing on words"), bench/relevance_bar.py.
+# In text and hybrid modes a chunk may be further away the more of the question's word weight
+# (IDF) it holds: up to WORD_MATCH_SLACK beyond the bar, reached at WORD_MATCH_COVERAGE. A question
+# worded unlike its answer ("keep a drafts folder out of the index" for the section on --exclude)
+# is still close in words. Calibration: docs/answering.md ("Passing on words"), bench/relevance_bar.py.
 WORD_MATCH_COVERAGE = 0.55
 WORD_MATCH_SLACK = 0.17
 # How many candidates "widely" may mean at most: beyond a few dozen, a chunk is never fed.

@@ -86,10 +86,11 @@ TEXT_POSTINGS = 1000
 
 @dataclass(frozen=True)
 class WordMatch:
-    """A second way past the relevance bar, in text and hybrid modes: a chunk that holds at least
-    `coverage` of the question's word weight (each word weighted by its IDF in the chunk's source,
-    a word the source never uses by the IDF of a word in no chunk) passes at a cosine distance up to
-    `max_distance`."""
+    """A second way past the relevance bar, in text and hybrid modes: the more of the question's
+    word weight a chunk holds (each word weighted by its IDF in the chunk's source, a word the
+    source never uses by the IDF of a word in no chunk), the further it may be. The allowed
+    distance grows in proportion from the bar, for no word, to `max_distance`, for a share of
+    `coverage` or more."""
 
     coverage: float
     max_distance: float
@@ -445,7 +446,7 @@ class Store:
         side's candidates hold one of the question's rarest words (TEXT_POSTINGS); BM25 is exact
         for every candidate. BM25 statistics are those of the chunk's own source. Every hit carries
         its cosine distance, and max_distance (the relevance bar) applies to it in every mode; with
-        `word_match`, a chunk that holds enough of the question's words passes at a larger distance.
+        `word_match`, a chunk that holds more of the question's words passes at a larger distance.
         Without a version filter, each source answers from its default version. With
         `demote_changelogs`, release notes' rank scores are multiplied by CHANGELOG_FACTOR.
 
@@ -595,7 +596,8 @@ CROSS JOIN (SELECT (SELECT max(bm25) FROM chunk_bm25) AS chunk, (SELECT max(bm25
 CROSS JOIN LATERAL (SELECT c.embedding <=> %(q)s AS distance) v
 CROSS JOIN LATERAL (SELECT coalesce(t.matched_weight / nullif(qw.weight, 0), 0) AS coverage) w
 WHERE %(max_distance)s::float8 IS NULL OR v.distance <= %(max_distance)s
-   OR (w.coverage >= %(min_coverage)s::float8 AND v.distance <= %(coverage_max_distance)s::float8)
+   OR v.distance <= %(max_distance)s + (%(coverage_max_distance)s::float8 - %(max_distance)s)
+                     * least(1, w.coverage / %(min_coverage)s::float8)
 ORDER BY rank_score DESC, c.id
 LIMIT %(k)s
 """
