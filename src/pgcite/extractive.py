@@ -133,7 +133,7 @@ DEFAULT_MIN_COVERAGE = 0.08
 W_COSINE = 0.6
 W_OVERLAP = 0.4
 W_HEADING = 0.08
-W_RANK = 0.02
+W_RANK = 0.16
 MARGIN = 0.7  # units within this fraction of the best are candidates
 ECHO = 0.5  # a unit with less than this share of words the question lacks is docked for echoing it
 W_ECHO = 0.3
@@ -582,7 +582,7 @@ class ExtractiveGenerator:
     name = "extractive"
 
     def __init__(
-        self, embedder: Embedder, *, max_units: int = 4, min_score: float = DEFAULT_MIN_SCORE,
+        self, embedder: Embedder, *, max_units: int = 5, min_score: float = DEFAULT_MIN_SCORE,
         min_coverage: float = DEFAULT_MIN_COVERAGE,
     ) -> None:
         if max_units < 1:
@@ -679,7 +679,12 @@ class ExtractiveGenerator:
             if c.tail and not any(id(a) in used for a in c.tail):
                 taken[id(c)] = c.tail
                 used.update(id(a) for a in c.tail)
-        pairs = [(c.passage, a, c.order[0]) for c in chosen for a in [*c.atoms, *taken.get(id(c), [])]]
+        # The passage of the best unit is written first, then the others as they were ranked;
+        # within a passage, units keep the document's order.
+        first_choice: dict[int, int] = {}
+        for n, c in enumerate(chosen):
+            first_choice.setdefault(c.order[0], n)
+        pairs = [(c.passage, a, first_choice[c.order[0]]) for c in chosen for a in [*c.atoms, *taken.get(id(c), [])]]
         pairs.sort(key=lambda t: (t[2], t[1].position))
         return [(p, a) for p, a, _ in pairs]
 
