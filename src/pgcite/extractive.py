@@ -613,7 +613,7 @@ class ExtractiveGenerator:
         q_words = _content_words(question)
         idf = {w: math.log((total + 1) / (df.get(w, 0) + 0.5)) for w in q_words}
         q_weight = sum(idf.values())
-        found = set().union(*atom_words.values())
+        found = set().union(*atom_words.values(), *(c.heading_words for c in candidates))
         coverage = sum(idf[w] for w in q_words & found) / q_weight if q_weight > 0 else 1.0
 
         # Every atom is embedded once, in one call; a unit of several atoms (a lead-in and its
