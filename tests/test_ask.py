@@ -11,6 +11,7 @@ import pytest
 from pgcite.answer import ask
 from pgcite.config import Settings
 from pgcite.generation import REFUSAL, ChatGenerator, GenerationError
+from pgcite.retrieval import names_in
 from pgcite.ingest import ingest, open_location
 from pgcite.store import SearchFilter, Store
 from tests.fake_openai import Delay, FakeOpenAI, Reply
@@ -158,3 +159,28 @@ def test_near_duplicates_and_the_context_limit_are_reported(settings: Settings, 
     assert len(answer.sources) == 1
     reasons = sorted(d.reason for d in answer.dropped)
     assert reasons == ["beyond the 1 best (--context 1)", "near-duplicate of [1]"]
+
+
+def test_names_in_a_question_are_its_code_and_its_capitalised_or_versioned_words():
+    assert names_in("Is there a Terraform provider for Marten, declared in HCL?") == ["Terraform", "Marten", "HCL"]
+    assert names_in("What is the IPv6 range? Does Akka.NET or an Idempotency-Key help?") == [
+        "IPv6", "Akka.NET", "Idempotency-Key"]
+    # the first word of a sentence, "I", file names and lowercase words are not names
+    assert names_in("How do I read my tsconfig.json settings?") == []
+    assert names_in("What does `spin_rate` do?") == ["spin_rate"]
+
+
+def test_a_question_naming_what_no_document_uses_is_refused_without_the_generator(
+        widget_store, embedder, fake: FakeOpenAI):
+    for question, named in (("How do I run widgets on Kubernetes?", "'Kubernetes'"),
+                            ("Do widgets honour an Idempotency-Key header?", "'Idempotency-Key'")):
+        answer = _ask(question, widget_store, embedder, ChatGenerator(fake.chat_settings()), max_distance=1.0)
+        assert answer.refused and answer.text == REFUSAL and answer.generator == "none"
+        assert answer.note == f"the question names {named}, which no document uses"
+        assert answer.dropped and {d.reason for d in answer.dropped} == {"closest match"}
+    assert fake.chat_requests == []
+    # a name the documents do use is no reason to refuse
+    fake.script(Reply("Set `spin_rate`; the default is 40 turns per second [1]."))
+    answer = _ask("What does `spin_rate` default to on Widgets?", widget_store, embedder,
+                  ChatGenerator(fake.chat_settings()))
+    assert not answer.refused and len(fake.chat_requests) == 1

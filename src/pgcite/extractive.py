@@ -295,7 +295,8 @@ class _Candidate:
     words: frozenset[str]
     heading_words: frozenset[str]
     order: tuple[int, int]  # passage index, first atom position
-    score: float = 0.0
+    score: float = 0.0  # relevance + the rank prior: what units are ordered by
+    relevance: float = 0.0  # what the bar min_score applies to
     cosine: float = 0.0
     overlap: float = 0.0
     heading: float = 0.0
@@ -311,6 +312,7 @@ class ScoredUnit:
     kind: str  # "prose" | "item" | "row" | "code" | "group"
     text: str
     score: float
+    relevance: float
     cosine: float
     overlap: float
     heading: float
@@ -638,9 +640,10 @@ class ExtractiveGenerator:
                 c.overlap *= math.sqrt(LONG_UNIT / per_atom)
             c.heading = sum(idf[w] for w in q_words & c.heading_words) / q_weight if q_weight > 0 else 0.0
             rank = max(0.0, 1.0 - 0.2 * (c.passage.number - 1))
-            c.novelty = len(c.words - q_words) / len(c.words) if c.words else 0.0
-            c.score = (W_COSINE * c.cosine + W_OVERLAP * c.overlap + W_HEADING * c.heading + W_RANK * rank
-                       - W_ECHO * max(0.0, ECHO - c.novelty))
+            c.novelty = _novelty(c, q_words)
+            c.relevance = (W_COSINE * c.cosine + W_OVERLAP * c.overlap + W_HEADING * c.heading
+                           - W_ECHO * max(0.0, ECHO - c.novelty))
+            c.score = c.relevance + W_RANK * rank
         candidates = [c for c in candidates if c.novelty >= MIN_NOVELTY]
         candidates.sort(key=lambda c: (-round(c.score, 6), c.order))
         return candidates, coverage
@@ -652,7 +655,7 @@ class ExtractiveGenerator:
                 c.passage.number,
                 "group" if len(c.atoms) > 1 else c.atoms[0].kind,
                 "\n".join(a.text for a in c.atoms),
-                c.score, c.cosine, c.overlap, c.heading,
+                c.score, c.relevance, c.cosine, c.overlap, c.heading,
             )
             for c in self._score(question, passages)[0]
         ]
@@ -663,16 +666,18 @@ class ExtractiveGenerator:
         # scores like an answerable one: the product's name and topic are all over the passages.
         # Its coverage tells them apart: that name, on many units, weighs little there; the words
         # naming what is asked, on none, weigh most.
-        if not candidates or candidates[0].score < self.min_score or coverage < self.min_coverage:
+        # The bar is on relevance alone: the rank prior orders units, it does not make one relevant.
+        if not candidates or max(c.relevance for c in candidates) < self.min_score or coverage < self.min_coverage:
             return []
-        floor = max(self.min_score, MARGIN * candidates[0].score)
+        floor = MARGIN * candidates[0].score
         chosen: list[_Candidate] = []
         used: set[int] = set()
         taken: dict[int, list[_Atom]] = {}
         for c in candidates:
             if len(chosen) >= self.max_units or c.score < floor:
                 break
-            if any(id(a) in used for a in c.atoms) or any(_duplicate(c, d) for d in chosen):
+            if (c.relevance < self.min_score or any(id(a) in used for a in c.atoms)
+                    or any(_duplicate(c, d) for d in chosen)):
                 continue
             chosen.append(c)
             used.update(id(a) for a in c.atoms)
@@ -699,11 +704,26 @@ class ExtractiveGenerator:
         return "".join(self.stream(question, passages, Usage()))
 
 
+_IDENTIFIER = re.compile(r"\b[a-z]+(?:[A-Z][a-z0-9]+)+\b")
+
+
 def _clip(text: str) -> str:
+    # the model reads `respectPrefersColorScheme` as word pieces: spell identifiers out as words
+    text = _IDENTIFIER.sub(lambda m: " ".join(p.lower() for p in _CAMEL.findall(m.group(0))), text)
     if len(text) <= EMBED_CHARS:
         return text
     cut = text.rfind(" ", 0, EMBED_CHARS)
     return text[: cut if cut > EMBED_CHARS // 2 else EMBED_CHARS]
+
+
+def _novelty(c: _Candidate, question_words: frozenset[str]) -> float:
+    """The share of content words the question lacks, in the unit's least novel atom of three
+    words or more (a lead-in then a code example of the question itself restates it)."""
+    shares = [len(words - question_words) / len(words)
+              for words in (_content_words(a.embed_text) for a in c.atoms) if len(words) >= 3]
+    if not shares:
+        return len(c.words - question_words) / len(c.words) if c.words else 0.0
+    return min(shares)
 
 
 def _duplicate(a: _Candidate, b: _Candidate) -> bool:
