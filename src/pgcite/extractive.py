@@ -1,114 +1,21 @@
 """The embedded offline generator: answers by quoting the passages' own units, each cited.
 
-`ExtractiveGenerator` cuts the fed passages into *units* -- prose sentences, list items, table
-rows (written back with their header) and whole fenced code blocks -- scores every unit against
-the question, keeps the few best, and writes them in document order with ` [n]` after each. When
-no unit clears `min_score`, or the passages hold too little of the question's words
-(`min_coverage`), it answers exactly `Not in the documents.`. It never writes a word
-that is not in a cited passage, so it cannot invent; it cannot synthesise either (no "yes", no
-arithmetic, no merging of facts from two places into one sentence).
+`ExtractiveGenerator` cuts the fed passages into *units* (prose sentences, list items, table rows
+written back with their header, whole fenced code blocks, and a lead-in with the short block it
+introduces), scores each against the question, and writes the best few with ` [n]` after each. It
+never writes a word that is not in a cited passage, so it cannot invent, nor synthesise.
 
-Scoring (all deterministic):
-- cosine similarity between the question (`embed_query`) and each unit -- weight 0.6. Every atom
-  (sentence, item, row, code block; cut to ~600 characters) of all the passages is embedded in
-  one `embed_documents` call; a unit of several atoms (a lead-in and its list) takes the
-  length-weighted mean of its atoms' vectors, which is what the model's mean pooling gives, less
-  the attention across the parts (~15% fewer tokens; on the evaluation and calibration sets below,
-  25 of 225 answers chose another unit among near ties, with the same facts found and the same
-  refusals, and the same reference-word recall on anthropic-docs, 0.52);
-- IDF-weighted word overlap: the question's content words (lowercased, stopwords removed, light
-  suffix stemming, camelCase split) found in the unit, each weighted by its IDF over all the
-  units of the fed passages, divided by the total weight of the question's words (a word found
-  in no unit weighs most, so an off-topic question scores ~0) -- weight 0.4;
-- a heading prior: the same weighted overlap against the passage's breadcrumb (and any heading
-  inside the passage above the unit) -- up to +0.08;
-- a rank prior: +0.02 for passage 1, falling linearly to 0 at passage 6.
+A unit's relevance is 0.6 x its cosine with the question + 0.4 x the IDF-weighted share of the
+question's words it holds + up to 0.08 for those words in its headings, less a penalty when most
+of its words are the question's own (a unit that only restates or quotes the question is never
+chosen). A prior for the passage's rank (0.16 for [1], falling to 0 at [6]) orders the units but
+does not make one relevant. The answer is exactly `Not in the documents.` when no unit's
+relevance reaches `min_score`, or the passages hold too little of the question's word weight
+(`min_coverage`). Otherwise up to `max_units` units within MARGIN of the best are written, the
+best unit's passage first, document order within a passage; a chosen sentence brings along the
+lead-in and block after it, and a paragraph's last sentence the code block right after it.
 
-Selection: the best unit must score at least `min_score`, and the question's coverage must be at
-least `min_coverage`, else the answer is exactly the refusal. Coverage is the IDF-weighted share
-of the question's content words found anywhere in the passages (the overlap above, over all the
-units at once). It catches the question that is on the product but about something the passages
-never name ("Does pgcite support Elasticsearch?", "What does an enterprise licence cost?"): its
-cosine is high, because the product's name and topic are all over the passages, but in the
-coverage that name weighs little (it is on many units) and the words naming what is asked, on
-none, weigh most. A question with no content word is not held to it.
-Then up to `max_units` units scoring >= max(min_score, 0.7 * best) are taken best first, skipping
-one that shares an atom with, or whose content words are >= 80% contained in (or contain), a unit
-already chosen (chunk overlap and repeated text are written once). The chosen units are written
-in passage order, then source position. (0.7 rather than 0.75: on the evaluation sets below it
-found 32/34 answer facts instead of 31/34, for ~70 words instead of ~60 per answer.)
-
-Context rules:
-- A prose sentence that ends with ":" or "?" or has fewer than 3 words ("See below:", "For
-  example:", "Is there a limit?") is never chosen alone.
-- A sentence ending in ":" that introduces a short block -- a list (<= 6 items, <= 120 words), a
-  code block (<= 25 lines), or a run of one-line steps in the same paragraph ("To add a case:"
-  then a step per line) -- forms one unit with that block, scored on their joint text and
-  written as the sentence then the block. When the lead-in says nothing by itself ("See below:",
-  "For example:") the unit also starts with the sentence before it.
-- The sentence right before such a lead-in, when chosen, brings the lead-in and its block along
-  (that is where the code usually is: "Enable it per document type. Use the attribute:" + code).
-- A question in the text is a unit together with the sentence that follows it.
-- Code is kept whole or not at all: a block longer than 25 lines is never written.
-- A sentence, item or row holding a bracketed number of its own ("[2]" footnote markers, `a[0]`)
-  is never written, so every `[n]` outside a code block is a citation. Code blocks are written
-  whatever they hold (`args[0]`): their citation is the `[n]` line after the closing fence.
-- `max_units` counts units: a lead-in with its block is one unit.
-
-Writing: prose sentences of one passage that follow each other in the answer are joined with
-spaces into one paragraph; list items become `- item [n]` lines (nested or ordered items too:
-the answer shows a subset, so source numbering would lie), right under their lead-in when it is
-written; rows of one table become a small table (the header, a delimiter row, then each row with
-` [n]` at the end of its last cell, inside the closing `|`, so the citation renders in the
-table); a code block is written as its fenced block followed by `[n]` on its own line. Blocks are
-separated by blank lines. Pieces are streamed unit by unit (each piece is one atom with its
-citation, preceded by its separator); `usage` is left as it is (no tokens).
-
-Normalisation of the quoted text (the only liberty taken with the source's words, see
-`normalise`): runs of whitespace, line breaks included, become one space; `[text](url)` and
-`[text][ref]` links become `text`; images `![alt](src)` are removed. Inline code is left exactly
-as it is; emphasis and inline HTML are kept. Code blocks are verbatim (re-fenced with their
-original fence and info string, nested indentation removed). A table cell's `|` is written
-escaped as `\\|`, as in the source.
-
-Calibration of `min_score` = 0.25 (best-unit scores; MiniLM on CPU):
-- tests/test_extractive.py `CASES`, five pgcite-like passages (prose, list, table, code): the 9
-  answerable questions scored 0.54-1.01; the 7 off-topic ones ("Am I a cat?", "What is the
-  capital of France?", "How tall is Mount Everest?", ...) 0.06-0.11.
-- anthropic-docs (../shared/corpora), the 50 dev questions with their gold sections as passages:
-  the questions scored 0.31-0.85 (median 0.52); the same 7 off-topic questions asked against each
-  of those 50 passage sets (350 cases) scored -0.01-0.19 (median 0.07).
-0.25 sits in both gaps: 0.06 above the highest off-topic score seen, 0.06 below the lowest
-answerable one on real pages and 0.29 below it on the test passages. An on-topic question the
-passages do not answer scores like an answerable one: this scorer sees topic, not entailment.
-`min_coverage` catches some of those (below).
-
-Calibration of `min_coverage` = 0.08 (coverage of the questions whose best unit clears 0.25, with
-the passages `pgcite ask` feeds unless said otherwise):
-- answerable, 163: eval/pgcite-docs.jsonl and eval/marten.jsonl (37), 0.14-1.0 (median 0.65);
-  19 more on pgcite's and Marten's docs written for this, 0.21-1.0; anthropic-docs' 50 dev
-  questions, with retrieved and with gold passages (98), 0.093-1.0 (median 0.60); the test
-  `CASES` 0.50-1.0.
-- on topic but not answered by the docs, 49: the 6 of the eval sets (licence cost 0.02, Helm
-  0.03, Redis 0.06, Elasticsearch 0.07, Okta 0.11, MySQL 0.29); 35 more written for this (a web
-  UI, Docker, Oracle, Python, GraphQL, PayPal, ...), 0.02-0.57 (median 0.28); 8 against the test
-  passages, 0.055-0.31.
-0.08 refuses 13 of the 49 and none of the 163; the lowest answerable sit at 0.093-0.097 (long
-anthropic-docs questions whose framing words, "two ways", "one key benefit", are in no passage),
-so a bar that also catches Okta (0.11) would refuse those. Coverage counts words, not meaning:
-a paraphrase lowers it, a word of the question found in an unrelated sense raises it ("set" of
-"set up single sign-on"), and it moves with what retrieval feeds (Elasticsearch was at 0.02
-before the current ranking and docs, when "pgcite" was on more of the fed units); most on-topic
-questions the docs do not answer still pass.
-
-Speed (2 CPU cores, bundled MiniLM): 5 real top-5 chunks (anthropic-docs, Marten docs) give
-16 units median, 29 at most (~600-1200 tokens to embed); an answer took 0.44 s median, 0.69 s
-p90, 0.99 s worst, best of 3 runs on a lightly shared machine (2-3 s when other jobs held both
-cores). Embedding is ~98% of the time.
-
-Measured quality with these settings (gold sections as passages): the reference answer fact was
-quoted for 32 of 34 questions of eval/marten.jsonl and eval/pgcite-docs.jsonl; on anthropic-docs
-the answers held 54% of the reference answers' content words, where the passages held 73%.
+How the numbers were chosen, and what they measure on every question set: docs/answering.md.
 """
 
 from __future__ import annotations
