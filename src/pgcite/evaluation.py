@@ -180,9 +180,9 @@ def parse_question_files(files: Sequence[tuple[str, Iterable[str]]]) -> list[Que
             if index > 0 and "question" not in data:
                 if ident not in rows:
                     raise EvalError(f"{where}: no question has id {ident!r}, so this row has nothing to add to")
-                base, first, _ = rows[ident]
+                base, first, first_where = rows[ident]
                 data = {**base, **data}
-                rows[ident] = (data, _question(data, first.line, where), where)
+                rows[ident] = (data, _question(data, first.line, where), first_where)
                 continue
             if ident in rows:
                 raise EvalError(f"{where}: duplicate id {ident!r} (first on {rows[ident][2]})")

@@ -528,16 +528,16 @@ class ExtractiveGenerator:
         # Every atom is embedded once, in one call; a unit of several atoms (a lead-in and its
         # list) gets the length-weighted mean of its atoms' vectors, which is what the model's
         # mean pooling would give, less the attention across the parts.
-        texts = sorted({_clip(a.embed_text) for c in candidates for a in c.atoms})
+        texts = sorted({_for_embedding(a.embed_text) for c in candidates for a in c.atoms})
         vectors = np.asarray(self.embedder.embed_documents(texts), dtype=np.float32)
         row_of = {t: n for n, t in enumerate(texts)}
         query = np.asarray(self.embedder.embed_query(question), dtype=np.float32)
         for c in candidates:
-            rows = [row_of[_clip(a.embed_text)] for a in c.atoms]
+            rows = [row_of[_for_embedding(a.embed_text)] for a in c.atoms]
             if len(rows) == 1:
                 vector = vectors[rows[0]]
             else:
-                weights = np.array([len(_clip(a.embed_text)) for a in c.atoms], dtype=np.float32)
+                weights = np.array([len(_for_embedding(a.embed_text)) for a in c.atoms], dtype=np.float32)
                 vector = weights @ vectors[rows]
                 vector = vector / (np.linalg.norm(vector) or 1.0)
             c.cosine = float(vector @ query)
@@ -614,7 +614,7 @@ class ExtractiveGenerator:
 _IDENTIFIER = re.compile(r"\b[a-z]+(?:[A-Z][a-z0-9]+)+\b")
 
 
-def _clip(text: str) -> str:
+def _for_embedding(text: str) -> str:
     # the model reads `respectPrefersColorScheme` as word pieces: spell identifiers out as words
     text = _IDENTIFIER.sub(lambda m: " ".join(p.lower() for p in _CAMEL.findall(m.group(0))), text)
     if len(text) <= EMBED_CHARS:
