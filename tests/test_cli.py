@@ -86,6 +86,16 @@ def test_ask_own_docs_offline_with_citations_and_refuses_off_topic(env: dict[str
     refused = json.loads(cat.stdout)
     assert refused["refused"] and refused["answer"] == "Not in the documents."
 
+    # the demo question: the answer leads with the setting, not with the question quoted back
+    demo = json.loads(pgcite("ask", "How do I point pgcite at my own PostgreSQL server?", "--json", env=env).stdout)
+    assert "PGCITE_DATABASE_URL" in demo["answer"].split("\n\n")[0], demo["answer"]
+    assert 'pgcite ask "How do I point' not in demo["answer"]
+
+    helm = pgcite("ask", "Is there a Helm chart to deploy pgcite on Kubernetes?", env=env)
+    assert helm.returncode == 0 and helm.stdout.startswith("Not in the documents.")
+    assert "the question names 'Helm', 'Kubernetes', which no document uses" in helm.stdout
+    assert "Closest matches" in helm.stdout and "https://pgcite.dev/" in helm.stdout
+
 
 def test_zip_source_and_source_filter(env: dict[str, str], tmp_path: Path):
     archive = tmp_path / "handbook.zip"

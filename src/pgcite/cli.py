@@ -231,7 +231,11 @@ def ask(
         for p in answer.sources:
             out.print(f"[{p.number}] {escape(p.hit.breadcrumb)}  [cyan]{escape(p.hit.url or p.hit.path)}[/]  "
                       f"[dim]({p.hit.score:.2f})[/]")
-    if answer.dropped:
+    if answer.refused and answer.dropped:
+        out.print("\n[bold]Closest matches[/]")
+        for d in answer.dropped:
+            out.print(f"- {escape(d.hit.breadcrumb)}  [cyan]{escape(d.hit.url or d.hit.path)}[/]  [dim]({d.hit.score:.2f})[/]")
+    elif answer.dropped:
         reasons: dict[str, int] = {}
         for d in answer.dropped:
             reasons[d.reason] = reasons.get(d.reason, 0) + 1
