@@ -185,6 +185,10 @@ def _answer_json(answer) -> dict:
     }
 
 
+def _hit_line(hit) -> str:
+    return f"{escape(hit.breadcrumb)}  [cyan]{escape(hit.url or hit.path)}[/]  [dim]({hit.score:.2f})[/]"
+
+
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="Your question.")],
@@ -229,12 +233,11 @@ def ask(
     if answer.sources:
         out.print("\n[bold]Sources[/]")
         for p in answer.sources:
-            out.print(f"[{p.number}] {escape(p.hit.breadcrumb)}  [cyan]{escape(p.hit.url or p.hit.path)}[/]  "
-                      f"[dim]({p.hit.score:.2f})[/]")
+            out.print(f"[{p.number}] {_hit_line(p.hit)}")
     if answer.refused and answer.dropped:
         out.print("\n[bold]Closest matches[/]")
         for d in answer.dropped:
-            out.print(f"- {escape(d.hit.breadcrumb)}  [cyan]{escape(d.hit.url or d.hit.path)}[/]  [dim]({d.hit.score:.2f})[/]")
+            out.print(f"- {_hit_line(d.hit)}")
     elif answer.dropped:
         reasons: dict[str, int] = {}
         for d in answer.dropped:

@@ -154,11 +154,6 @@ def _question(data: dict, number: int, where: str) -> Question:
                     _regex(data.get("forbidden"), "forbidden", where), number)
 
 
-def parse_question(line: str, number: int, name: str = "questions") -> Question:
-    where = f"{name} line {number}"
-    return _question(_row(line, where), number, where)
-
-
 def parse_questions(lines: Iterable[str], name: str = "questions") -> list[Question]:
     """Questions from JSONL text; blank lines are skipped. The first bad line raises EvalError
     naming its line number."""

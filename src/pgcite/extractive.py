@@ -547,7 +547,7 @@ class ExtractiveGenerator:
                 c.overlap *= math.sqrt(LONG_UNIT / per_atom)
             c.heading = sum(idf[w] for w in q_words & c.heading_words) / q_weight if q_weight > 0 else 0.0
             rank = max(0.0, 1.0 - 0.2 * (c.passage.number - 1))
-            c.novelty = _novelty(c, q_words)
+            c.novelty = _novelty(c, q_words, atom_words)
             c.relevance = (W_COSINE * c.cosine + W_OVERLAP * c.overlap + W_HEADING * c.heading
                            - W_ECHO * max(0.0, ECHO - c.novelty))
             c.score = c.relevance + W_RANK * rank
@@ -623,11 +623,11 @@ def _for_embedding(text: str) -> str:
     return text[: cut if cut > EMBED_CHARS // 2 else EMBED_CHARS]
 
 
-def _novelty(c: _Candidate, question_words: frozenset[str]) -> float:
+def _novelty(c: _Candidate, question_words: frozenset[str], atom_words: dict[int, frozenset[str]]) -> float:
     """The share of content words the question lacks, in the unit's least novel atom of three
     words or more (a lead-in then a code example of the question itself restates it)."""
     shares = [len(words - question_words) / len(words)
-              for words in (_content_words(a.embed_text) for a in c.atoms) if len(words) >= 3]
+              for words in (atom_words[id(a)] for a in c.atoms) if len(words) >= 3]
     if not shares:
         return len(c.words - question_words) / len(c.words) if c.words else 0.0
     return min(shares)
