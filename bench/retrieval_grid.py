@@ -22,8 +22,8 @@ from pathlib import Path
 from pgcite.config import Settings
 from pgcite.embedding import LocalEmbedder
 from pgcite.evaluation import evaluate, load_questions, run_searches
-from pgcite.ingest import ingest, open_location
-from pgcite.store import Store, database
+from pgcite.core import Pgcite
+from pgcite.store import database
 from scratch import question_set, scratch_settings
 
 CHUNK_WEIGHTS = (0.3, 0.5, 0.7, 1.0)
@@ -44,16 +44,15 @@ def run(questions, corpus: Path, settings: Settings) -> int:
     for q in questions:
         embedder.embed_query(q.question)
     defaults = database.CHUNK_WEIGHT, database.SECTION_WEIGHT
-    with Store.open(settings) as store:
-        report = ingest(open_location(str(corpus), settings), source_name="grid", base_url="",
-                        settings=settings, store=store, embedder=embedder)
+    with Pgcite(settings, embedder=embedder) as app:
+        report = app.ingest(str(corpus), source="grid")
         print(f"corpus: {corpus} ({report.new} files, {report.chunks_embedded} chunks; {report.seconds:.0f} s)")
         print(f"questions: {len(questions)}, k = {K}\n")
         print(f"{'search':<34} {'hit@1':>6} {'MRR@3':>6} {'recall@3':>8} {'s/query':>8}")
 
         def row(label: str, mode: str) -> None:
             stamps: list[float] = []  # taken as each question starts, and once at the end
-            retrievals = run_searches(questions, store, embedder, k=K, mode=mode,
+            retrievals = run_searches(questions, app, k=K, mode=mode,
                                       progress=lambda _: stamps.append(time.perf_counter()))
             stamps.append(time.perf_counter())
             metrics = evaluate(questions, retrievals, k=K).metrics

@@ -2,8 +2,7 @@
 semantic half)."""
 
 from pgcite.answer import CitationFilter, check_answer, is_refusal
-from pgcite.generation import Passage
-from pgcite.store import SearchHit
+from pgcite.vocabulary import Passage, SearchHit
 
 
 def _passage(n: int, content: str, url: str = "") -> Passage:

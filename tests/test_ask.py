@@ -3,14 +3,14 @@ OpenAI chat protocol scripted with the answers a model may give."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
 from pgcite.answer import ask
 from pgcite.config import Settings
-from pgcite.generation import REFUSAL, ChatGenerator, GenerationError
+from pgcite.generation import ChatGenerator, GenerationError
+from pgcite.vocabulary import REFUSAL
 from pgcite.retrieval import names_in
 from pgcite.ingest import ingest, open_location
 from pgcite.store import SearchFilter, Store
@@ -158,7 +158,7 @@ def test_near_duplicates_and_the_context_limit_are_reported(settings: Settings, 
                       context=1, max_distance=1.0)
     assert len(answer.sources) == 1
     reasons = sorted(d.reason for d in answer.dropped)
-    assert reasons == ["beyond the 1 best (--context 1)", "near-duplicate of [1]"]
+    assert reasons == ["beyond the 1 best", "near-duplicate of [1]"]
 
 
 def test_names_in_a_question_are_its_code_and_its_capitalised_or_versioned_words():

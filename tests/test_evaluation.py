@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from pgcite.config import Settings
+from pgcite.core import Pgcite
 from pgcite.evaluation import (
     AnswerRecord,
     EvalError,
@@ -336,9 +337,9 @@ def test_searches_and_answers_on_a_real_index_are_deterministic(widget_settings:
     questions = _questions(*QUESTIONS)
 
     def run() -> str:
-        with Store.open(widget_settings, read_only=True) as store:
-            retrievals = run_searches(questions, store, embedder, k=3, source="w")
-            answers = run_answers(questions, store, embedder, ExtractiveGenerator(embedder), source="w")
+        with Pgcite(widget_settings, embedder=embedder, generator=ExtractiveGenerator(embedder)) as app:
+            retrievals = run_searches(questions, app, k=3, source="w")
+            answers = run_answers(questions, app, source="w")
         return evaluate(questions, retrievals, answers, k=3).dumps()
 
     first, second = run(), run()

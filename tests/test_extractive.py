@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from pgcite.extractive import DEFAULT_MIN_COVERAGE, DEFAULT_MIN_SCORE, ExtractiveGenerator, normalise
-from pgcite.generation import REFUSAL, Passage, Usage
-from pgcite.store import SearchHit
+from pgcite.vocabulary import REFUSAL, Passage, SearchHit, Usage
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from pgcite.config import Settings
-from pgcite.generation import REFUSAL, ChatGenerator, GenerationError, Passage, ThinkFilter, Usage, build_messages
-from pgcite.store import SearchHit
+from pgcite.generation import ChatGenerator, GenerationError, ThinkFilter, build_messages
+from pgcite.vocabulary import REFUSAL, Passage, SearchHit, Usage
 from tests.fake_openai import Delay, FakeOpenAI, Reply, Status, closed_port
 
 

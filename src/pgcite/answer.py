@@ -19,10 +19,11 @@ import numpy as np
 
 from .config import DEFAULT_SEARCH_MODE
 from .embedding import Embedder
-from .generation import REFUSAL, Generator, Passage, Usage
-from .retrieval import DEFAULT_MAX_DISTANCE, Dropped, retrieve, select_context, unknown_names
+from .generation import Generator
+from .retrieval import DEFAULT_MAX_DISTANCE, retrieve, select_context, unknown_names
 from .safety import foreign_links
-from .store import SearchFilter, Store
+from .store import Store
+from .vocabulary import REFUSAL, Delta, Dropped, Passage, SearchFilter, Sources, Usage
 
 # A cited sentence is supported when at least half its content words occur in the cited sources,
 # or, failing that, when it is this close (cosine) to one of their sentences.
@@ -166,6 +167,9 @@ def is_refusal(text: str) -> bool:
     return text.strip().rstrip(".").lower() == REFUSAL.rstrip(".").lower()
 
 
+AnswerEvent = Sources | Delta | Answer
+
+
 def ask_stream(
     question: str,
     *,
@@ -177,32 +181,36 @@ def ask_stream(
     token_budget: int = 3000,
     mode: str = DEFAULT_SEARCH_MODE,
     filters: SearchFilter = SearchFilter(exclude_flagged=True),
-) -> Iterator[str | Answer]:
-    """Yield the answer text as it is written (invalid citations already removed), then the
-    checked Answer."""
+) -> Iterator[AnswerEvent]:
+    """Yield the Sources (before any text), the answer text as it is written (invalid citations
+    already removed) as Deltas, then the checked Answer."""
     hits = retrieve(store, embedder, question, max_distance=max_distance, mode=mode, filters=filters)
     usage = Usage()
     if not hits:
-        yield REFUSAL
+        yield Sources([], [])
+        yield Delta(REFUSAL)
         yield Answer(question, REFUSAL, True, "none", [], [], [], Checks(), usage,
                      note=f"no section is within the relevance bar (cosine distance <= {max_distance})")
         return
     if unknown := unknown_names(store, question, filters):
         named = ", ".join(f"{n!r}" for n in unknown)
-        yield REFUSAL
-        yield Answer(question, REFUSAL, True, "none", [], [], [Dropped(h, "closest match") for h in hits[:context]],
-                     Checks(), usage, note=f"the question names {named}, which no document uses")
+        closest = [Dropped(h, "closest match") for h in hits[:context]]
+        yield Sources([], closest)
+        yield Delta(REFUSAL)
+        yield Answer(question, REFUSAL, True, "none", [], [], closest, Checks(), usage,
+                     note=f"the question names {named}, which no document uses")
         return
     selected = select_context(hits, context=context, token_budget=token_budget, count_tokens=embedder.count_tokens)
+    yield Sources(selected.passages, selected.dropped)
     citations = CitationFilter({p.number for p in selected.passages})
     pieces: list[str] = []
     for raw in generator.stream(question, selected.passages, usage):
         if piece := citations.feed(raw):
             pieces.append(piece)
-            yield piece
+            yield Delta(piece)
     if tail := citations.flush():
         pieces.append(tail)
-        yield tail
+        yield Delta(tail)
     text = "".join(pieces).strip()
     refused = is_refusal(text)
     checks = Checks(invalid_citations=citations.invalid) if refused else check_answer(

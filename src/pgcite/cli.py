@@ -106,20 +106,13 @@ def ingest(
     include_root: Annotated[Optional[str], typer.Option("--include-root", help="The folder includes may be read from (default: the project holding the folder).")] = None,
 ) -> None:
     """Read Markdown, chunk it, embed it and store it. Re-running only does what changed."""
-    from .embedding import make_embedder
-    from .ingest import ingest as run_ingest
-    from .ingest import open_location
-    from .store import Store
+    from .core import Pgcite
 
-    settings = _settings()
-    if chunk_tokens is not None:
-        settings = dataclasses.replace(settings, chunk_tokens=chunk_tokens)
     name = source or _default_source_name(location)
-    reader = open_location(location, settings, exclude or (), include_root=include_root)
-    embedder = make_embedder(settings)
-    with Store.open(settings) as store, _Progress(name) as progress:
-        report = run_ingest(reader, source_name=name, base_url=base_url, settings=settings, store=store,
-                            embedder=embedder, version=version, site=site, route_base=route_base, progress=progress)
+    with Pgcite(_settings()) as app, _Progress(name) as progress:
+        report = app.ingest(location, source=name, base_url=base_url, exclude=exclude or (), version=version,
+                            site=site, route_base=route_base, include_root=include_root, chunk_tokens=chunk_tokens,
+                            progress=progress)
     for skipped in report.skipped:
         err.print(f"[yellow]skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}")
     for problem in report.problems:
@@ -143,17 +136,14 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
     """Find the sections that best answer a question."""
-    from .embedding import make_embedder
-    from .retrieval import search as run_search
-    from .store import SearchFilter, Store
+    from . import shapes
+    from .core import Pgcite
+    from .vocabulary import SearchFilter
 
-    settings = _settings()
-    with Store.open(settings, read_only=True) as store:
-        hits = run_search(store, make_embedder(settings), question, k=k, mode=mode or settings.search_mode,
-                          filters=SearchFilter(source=source, path_prefix=path, version=version))
+    with Pgcite(_settings()) as app:
+        hits = app.search(question, k=k, mode=mode, filters=SearchFilter(source=source, path_prefix=path, version=version))
     if as_json:
-        results = [_hit_fields(h) for h in hits]
-        print(json.dumps({"query": question, "results": results}, ensure_ascii=False))
+        print(json.dumps(shapes.search(question, hits), ensure_ascii=False))
         return
     if not hits:
         out.print("No sections found." + (f" Is {source!r} an ingested source? See `pgcite sources`." if source else ""))
@@ -164,25 +154,6 @@ def search(
         out.print(f"   [cyan]{escape(hit.url or hit.source + ':' + hit.path)}[/]")
         preview = " ".join(hit.content.split())
         out.print(f"   {escape(preview[:300])}{'…' if len(preview) > 300 else ''}\n")
-
-
-def _hit_fields(hit) -> dict:
-    return dict(dataclasses.asdict(hit), flags=list(hit.flags), score=round(hit.score, 6))
-
-
-def _answer_json(answer) -> dict:
-    return {
-        "question": answer.question,
-        "answer": answer.text,
-        "refused": answer.refused,
-        "generator": answer.generator,
-        "citations": answer.citations,
-        "sources": [dict(number=p.number, **_hit_fields(p.hit)) for p in answer.sources],
-        "dropped": [dict(_hit_fields(d.hit), reason=d.reason) for d in answer.dropped],
-        "checks": dataclasses.asdict(answer.checks),
-        "usage": dataclasses.asdict(answer.usage),
-        "note": answer.note,
-    }
 
 
 def _hit_line(hit) -> str:
@@ -202,30 +173,23 @@ def ask(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
     """Answer from the documents only, citing \\[n] after each claim; or say "Not in the documents." """
-    from .answer import Answer, ask_stream
-    from .embedding import make_embedder
-    from .generation import make_generator
-    from .retrieval import DEFAULT_MAX_DISTANCE
-    from .store import SearchFilter, Store
+    from . import shapes
+    from .answer import Answer
+    from .core import Pgcite
+    from .vocabulary import Delta, SearchFilter
 
-    settings = _settings()
-    embedder = make_embedder(settings)
-    generator = make_generator(settings, embedder)
-    with Store.open(settings, read_only=True) as store:
-        events = ask_stream(question, store=store, embedder=embedder, generator=generator,
-                            max_distance=DEFAULT_MAX_DISTANCE if threshold is None else threshold,
-                            context=context, token_budget=settings.chat_context_tokens, mode=mode or settings.search_mode,
-                            filters=SearchFilter(source=source, path_prefix=path, version=version,
-                                                 exclude_flagged=not include_flagged))
+    with Pgcite(_settings()) as app:
         answer = None
-        for event in events:
+        for event in app.ask_stream(question, threshold=threshold, context=context, mode=mode,
+                                    filters=SearchFilter(source=source, path_prefix=path, version=version,
+                                                         exclude_flagged=not include_flagged)):
             if isinstance(event, Answer):
                 answer = event
-            elif not as_json:
-                out.print(escape(event), end="")
+            elif isinstance(event, Delta) and not as_json:
+                out.print(escape(event.text), end="")
     assert answer is not None
     if as_json:
-        print(json.dumps(_answer_json(answer), ensure_ascii=False))
+        print(json.dumps(shapes.answer(answer), ensure_ascii=False))
         return
     out.print()
     if answer.note:
@@ -252,19 +216,14 @@ def ask(
 @app.command()
 def status() -> None:
     """Where the data lives, which model it was embedded with, and what is stored."""
-    from .store import Store
+    from .core import Pgcite
 
-    settings = _settings()
-    with Store.open(settings, read_only=True) as store:
-        pg, vector = store.server_versions()
-        model = store.stored_model()
-        rows = store.list_sources()
-        index = store.has_vector_index()
-        chunks = store.chunk_count()
-    out.print(f"database: {escape(store.where)} (PostgreSQL {pg}, pgvector {vector})")
-    out.print("model:    " + (f"{model[0]} ({model[1]} dims)" if model else "none yet (nothing ingested)"))
-    out.print(f"stored:   {len(rows)} sources, {sum(r.documents for r in rows)} documents, {chunks} chunks; "
-              f"vector index {'built' if index else 'not built'}")
+    with Pgcite(_settings()) as app:
+        st = app.status()
+    out.print(f"database: {escape(st.database)} (PostgreSQL {st.postgres}, pgvector {st.pgvector})")
+    out.print("model:    " + (f"{st.model[0]} ({st.model[1]} dims)" if st.model else "none yet (nothing ingested)"))
+    out.print(f"stored:   {len(st.sources)} sources, {sum(r.documents for r in st.sources)} documents, {st.chunks} chunks; "
+              f"vector index {'built' if st.vector_index else 'not built'}")
 
 
 @sources_app.callback()
@@ -272,10 +231,10 @@ def sources_list(ctx: typer.Context) -> None:
     """List the ingested sources (default), or remove one."""
     if ctx.invoked_subcommand is not None:
         return
-    from .store import Store
+    from .core import Pgcite
 
-    with Store.open(_settings(), read_only=True) as store:
-        rows = store.list_sources()
+    with Pgcite(_settings()) as app:
+        rows = app.sources()
     if not rows:
         out.print("No sources yet. Add one with `pgcite ingest FOLDER --source NAME`.")
         return
@@ -290,11 +249,10 @@ def sources_list(ctx: typer.Context) -> None:
 @sources_app.command("remove")
 def sources_remove(name: Annotated[str, typer.Argument(help="The source to remove, with its documents.")]) -> None:
     """Remove a source and everything ingested from it."""
-    from .store import Store
+    from .core import Pgcite
 
-    with Store.open(_settings()) as store:
-        if not store.remove_source(name):
-            raise PgciteError(f"no source named {name!r}; `pgcite sources` lists them")
+    with Pgcite(_settings()) as app:
+        app.remove_source(name)
     out.print(f"removed source {escape(repr(name))}")
 
 
@@ -416,35 +374,30 @@ def eval_questions(
     if mode is not None:
         settings = dataclasses.replace(settings, search_mode=mode)
     qs = load_questions(*questions)
-    embedder = make_embedder(settings)
     if compare_corpus is not None:
-        _eval_compare(qs, compare_corpus, chosen, settings=settings, embedder=embedder, k=k, source=source,
-                      as_json=as_json)
+        _eval_compare(qs, compare_corpus, chosen, settings=settings, embedder=make_embedder(settings), k=k,
+                      source=source, as_json=as_json)
         return
 
+    from .core import Pgcite
     from .evaluation import evaluate, run_answers, run_searches
-    from .generation import make_generator
-    from .store import Store
 
-    generator = make_generator(settings, embedder) if answers else None
-    with Store.open(settings, read_only=True) as store, Progress(
+    with Pgcite(settings) as app, Progress(
         SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
         TextColumn("{task.fields[item]}"), TimeElapsedColumn(), console=err, transient=True,
     ) as progress:
-        if source is not None and source not in {s.name for s in store.list_sources()}:
-            raise PgciteError(f"no source named {source!r}; `pgcite sources` lists them")
+        app.require_source(source)
+        generator = app.generator if answers else None
         task = progress.add_task("searching", total=len(qs), item="")
 
         def advance(item: str) -> None:
             progress.update(task, advance=1, item=item)
 
-        retrievals = run_searches(qs, store, embedder, k=k, source=source, mode=settings.search_mode,
-                                  progress=advance, version=version)
+        retrievals = run_searches(qs, app, k=k, source=source, progress=advance, version=version)
         records = None
         if generator is not None:
             progress.reset(task, total=len(qs), description=f"asking ({generator.name})", item="")
-            records = run_answers(qs, store, embedder, generator, source=source, mode=settings.search_mode,
-                                  token_budget=settings.chat_context_tokens, progress=advance, version=version)
+            records = run_answers(qs, app, source=source, progress=advance, version=version)
     report = evaluate(qs, retrievals, records, k=k)
     report.info = {"questions": len(qs), "source": source, "version": version, "search_mode": settings.search_mode,
                    "generator": generator.name if generator else None}

@@ -1,8 +1,37 @@
-"""Errors a user can act on. Each message is one line: what happened, then what to do."""
+"""Errors a user can act on. Each message is one line: what happened, then what to do. Each
+carries a kind, which the server maps to an HTTP status (KINDS); messages name no CLI flag,
+since the same core answers the command line and HTTP."""
+
+from __future__ import annotations
+
+# kind -> HTTP status
+KINDS = {
+    "bad_request": 400,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "conflict": 409,
+    "too_large": 413,
+    "rate_limited": 429,
+    "unavailable": 503,
+}
 
 
 class PgciteError(Exception):
     """Base class: the CLI prints the message alone, never a traceback."""
+
+    kind = "bad_request"
+
+    def __init__(self, message: str, *, kind: str | None = None) -> None:
+        super().__init__(message)
+        if kind is not None:
+            if kind not in KINDS:
+                raise ValueError(f"unknown error kind {kind!r}")
+            self.kind = kind
+
+    @property
+    def status(self) -> int:
+        return KINDS[self.kind]
 
 
 class SourceError(PgciteError):
@@ -12,10 +41,16 @@ class SourceError(PgciteError):
 class StoreError(PgciteError):
     """The database cannot be reached or used (no pgvector, no rights, bad password...)."""
 
+    kind = "unavailable"
+
 
 class ModelMismatchError(StoreError):
     """The stored vectors come from another embedding model or dimension."""
 
+    kind = "conflict"
+
 
 class EmbeddingError(PgciteError):
     """The embedding model or server failed; nothing was written for the affected files."""
+
+    kind = "unavailable"

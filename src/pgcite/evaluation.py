@@ -41,10 +41,12 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from .config import DEFAULT_SEARCH_MODE
 from .errors import PgciteError
+
+if TYPE_CHECKING:
+    from .core import Pgcite
 
 # Metric names, in the order they are shown. Rates are in [0, 1]; top3_tokens is a cost.
 RETRIEVAL_METRICS = ("hit@1", "hit@3", "mrr", "recall", "fact@3", "top3_tokens")
@@ -491,38 +493,34 @@ def _tokens(embedder, hit) -> int:
 
 
 def run_searches(
-    questions: Sequence[Question], store, embedder, *, k: int, source: str | None = None, mode: str = DEFAULT_SEARCH_MODE,
+    questions: Sequence[Question], app: "Pgcite", *, k: int, source: str | None = None, mode: str | None = None,
     progress: Progress | None = None, version: str | None = None,
 ) -> dict[str, Retrieval]:
-    from .retrieval import search
-    from .store import SearchFilter
+    """Each question through `search`, as `pgcite search` runs it."""
+    from .vocabulary import SearchFilter
 
     retrievals = {}
     for q in questions:
         if progress:
             progress(q.id)
-        hits = search(store, embedder, q.question, k=fetch_size(k), mode=mode,
-                      filters=SearchFilter(source=source, version=version))
+        hits = app.search(q.question, k=fetch_size(k), mode=mode, filters=SearchFilter(source=source, version=version))
         retrievals[q.id] = Retrieval(tuple(distinct_sections(hits, max(k, 3))),
-                                     sum(_tokens(embedder, h) for h in hits[:3]))
+                                     sum(_tokens(app.embedder, h) for h in hits[:3]))
     return retrievals
 
 
 def run_answers(
-    questions: Sequence[Question], store, embedder, generator, *, source: str | None = None, mode: str = DEFAULT_SEARCH_MODE,
-    token_budget: int = 3000, progress: Progress | None = None, version: str | None = None,
+    questions: Sequence[Question], app: "Pgcite", *, source: str | None = None, mode: str | None = None,
+    progress: Progress | None = None, version: str | None = None,
 ) -> dict[str, AnswerRecord]:
     """Each question through `ask`, as `pgcite ask` runs it (flagged chunks left out)."""
-    from .answer import ask
-    from .store import SearchFilter
+    from .vocabulary import SearchFilter
 
     records = {}
     for q in questions:
         if progress:
             progress(q.id)
-        answer = ask(q.question, store=store, embedder=embedder, generator=generator, mode=mode,
-                     token_budget=token_budget,
-                     filters=SearchFilter(source=source, version=version, exclude_flagged=True))
+        answer = app.ask(q.question, mode=mode, filters=SearchFilter(source=source, version=version, exclude_flagged=True))
         by_number = {p.number: p.hit.content for p in answer.sources}
         records[q.id] = AnswerRecord(answer.text, answer.refused, tuple(answer.citations),
                                      tuple(by_number[n] for n in answer.citations if n in by_number),
@@ -642,8 +640,7 @@ def compare(
     done: Callable[[StrategyResult], None] | None = None,
 ) -> list[StrategyResult]:
     """Ingest `corpus` once per strategy into a throw-away database, evaluate retrieval on each."""
-    from .ingest import ingest, open_location
-    from .store import Store
+    from .core import Pgcite
 
     base_dsn, _ = scratch_server(settings)
     results = []
@@ -652,18 +649,16 @@ def compare(
             progress(f"{strategy.name}: creating a throw-away database")
         with scratch_database(base_dsn) as (dsn, database):
             local = dataclasses.replace(strategy.apply(settings), database_url=dsn)
-            with Store.open(local) as store:
+            with Pgcite(local, embedder=embedder) as app:
                 if progress:
                     progress(f"{strategy.name}: ingesting into {database}")
                 started = time.perf_counter()
-                ingest(open_location(corpus, local), source_name=source_name, base_url="", settings=local,
-                       store=store, embedder=embedder)
+                app.ingest(corpus, source=source_name)
                 seconds = time.perf_counter() - started
-                chunks = store.chunk_count()
+                chunks = app.status().chunks
                 if progress:
                     progress(f"{strategy.name}: asking {len(questions)} questions")
-                retrievals = run_searches(questions, store, embedder, k=k, source=source_name,
-                                          mode=settings.search_mode)
+                retrievals = run_searches(questions, app, k=k, source=source_name)
         result = StrategyResult(strategy.name, chunks, seconds, evaluate(questions, retrievals, k=k))
         results.append(result)
         if done:

@@ -30,7 +30,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from .embedding import Embedder
-from .generation import REFUSAL, Passage, Usage
+from .vocabulary import REFUSAL, Passage, Usage
 
 __all__ = ["ExtractiveGenerator", "ScoredUnit", "normalise", "DEFAULT_MIN_SCORE", "DEFAULT_MIN_COVERAGE"]
 

@@ -6,37 +6,16 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
+from typing import Iterator, Protocol, Sequence
 
 from .config import Settings
 from .errors import PgciteError
-from .store import SearchHit
-
-if TYPE_CHECKING:
-    from .embedding import Embedder
-
-REFUSAL = "Not in the documents."
-
+from .vocabulary import REFUSAL, Passage, Usage
 
 class GenerationError(PgciteError):
     """The generator failed (server down, timeout, HTTP error); one line, what to do."""
 
-
-@dataclass(frozen=True)
-class Passage:
-    """A retrieved chunk as fed to the generator, numbered from 1 in the prompt and citations."""
-
-    number: int
-    hit: SearchHit
-
-
-@dataclass
-class Usage:
-    """Filled in by the generator while it streams, where the server reports it."""
-
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
+    kind = "unavailable"
 
 
 class Generator(Protocol):
@@ -329,14 +308,3 @@ class ChatGenerator:
         if isinstance(exc, openai.APIError):  # an error event inside the stream
             return GenerationError(f"{where} failed mid-answer ({_server_message(exc)}); check its logs")
         return GenerationError(f"the chat request to {self.url} failed ({_one_line(str(exc))}); check the server")
-
-
-def make_generator(settings: Settings, embedder: "Embedder") -> Generator:
-    """The chat server when one is configured, else the offline extractive generator."""
-    if settings.chat_url:
-        if not settings.chat_model:
-            raise GenerationError("PGCITE_CHAT_URL is set but PGCITE_CHAT_MODEL is not; name the chat model")
-        return ChatGenerator(settings)
-    from .extractive import ExtractiveGenerator
-
-    return ExtractiveGenerator(embedder)

@@ -134,7 +134,7 @@ def ingest(
         site = detect(source, site, route_base=route_base)
     if site.versions and version:
         raise PgciteError(f"this {site.name} site has versions of its own ({', '.join(site.versions)}): ingest it "
-                          "without --version; search, ask and eval take --version to choose one")
+                          "without a version label; searches and answers choose among those versions")
     base_url = base_url or site.base_url
     source.include, source.exclude = site.include, (*source.exclude, *site.exclude)
     report = IngestReport(source=source_name, site=site.name, base_url=base_url, versions=site.versions,

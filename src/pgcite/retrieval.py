@@ -13,9 +13,9 @@ from typing import Callable, Sequence
 from .config import DEFAULT_SEARCH_MODE
 from .embedding import Embedder
 from .errors import PgciteError
-from .generation import Passage
 from .sites import is_release_question
-from .store import SearchFilter, SearchHit, Store, WordMatch
+from .store import Store, WordMatch
+from .vocabulary import Dropped, Passage, SearchFilter, SearchHit
 
 # Cosine distance a chunk must be within to count as relevant (score = 1 - distance >= 0.42).
 # Calibration: docs/answering.md.
@@ -56,7 +56,7 @@ def search(
 ) -> list[SearchHit]:
     """The k best chunks, best first (what `pgcite search` shows)."""
     if k < 1:
-        raise PgciteError(f"-k must be at least 1 (got {k})")
+        raise PgciteError(f"k must be at least 1 (got {k})")
     return store.search(_embed_question(store, embedder, query), query, k, mode=mode, filters=filters,
                         demote_changelogs=not is_release_question(query))
 
@@ -72,7 +72,7 @@ def retrieve(
 ) -> list[SearchHit]:
     """Every chunk within the relevance bar (up to MAX_CANDIDATES), best first."""
     if not 0 < max_distance <= 2:
-        raise PgciteError(f"--threshold is a cosine distance between 0 and 2 (got {max_distance})")
+        raise PgciteError(f"the threshold is a cosine distance between 0 and 2 (got {max_distance})")
     vector = _embed_question(store, embedder, question)
     word_match = WordMatch(WORD_MATCH_COVERAGE, max_distance + WORD_MATCH_SLACK)
     return store.search(vector, question, MAX_CANDIDATES, mode=mode, filters=filters,
@@ -107,14 +107,8 @@ def unknown_names(store: Store, question: str, filters: SearchFilter = SearchFil
     ("Is there a Terraform provider?" of docs that never mention Terraform)."""
     names = names_in(question)
     parts = {name: [name, *(_PART.findall(name) if re.search(r"[^A-Za-z0-9]", name) else [])] for name in names}
-    unknown = set(store.unknown_terms(list(dict.fromkeys(p for ps in parts.values() for p in ps)), filters.source))
+    unknown = set(store.unknown_terms(list(dict.fromkeys(p for ps in parts.values() for p in ps)), filters))
     return [name for name in names if any(p in unknown for p in parts[name])]
-
-
-@dataclass(frozen=True)
-class Dropped:
-    hit: SearchHit
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -137,7 +131,7 @@ def select_context(
 ) -> Context:
     """The best `context` hits that are not near-duplicates and fit `token_budget` together."""
     if context < 1:
-        raise PgciteError(f"--context must be at least 1 (got {context})")
+        raise PgciteError(f"context must be at least 1 section (got {context})")
     fed: list[tuple[SearchHit, set]] = []
     dropped: list[Dropped] = []
     used = 0
@@ -148,7 +142,7 @@ def select_context(
             dropped.append(Dropped(hit, f"near-duplicate of [{twin}]"))
             continue
         if len(fed) >= context:
-            dropped.append(Dropped(hit, f"beyond the {context} best (--context {context})"))
+            dropped.append(Dropped(hit, f"beyond the {context} best"))
             continue
         tokens = count_tokens(f"{hit.breadcrumb}\n{hit.content}")
         if fed and used + tokens > token_budget:

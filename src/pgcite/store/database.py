@@ -15,6 +15,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from ..config import Settings
 from ..errors import ModelMismatchError, StoreError
+from ..vocabulary import SearchFilter, SearchHit
 from . import server
 from .schema import MIGRATIONS
 
@@ -36,37 +37,6 @@ class ChunkRow:
     embed_hash: bytes
     embedding: np.ndarray
     flags: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    id: str
-    source: str
-    path: str
-    url: str
-    title: str
-    heading: str
-    breadcrumb: str
-    content: str
-    distance: float  # cosine distance to the question: the relevance bar applies to it
-    flags: tuple[str, ...] = ()  # injection-style text found at ingest
-    rank_score: float = 0.0  # what the results are ordered by (1 - distance, BM25, or both fused)
-    coverage: float = 0.0  # share of the question's word weight (IDF) in the chunk; 0 in vector mode
-
-    @property
-    def score(self) -> float:
-        """Cosine similarity to the question, whatever the search mode."""
-        return 1.0 - self.distance
-
-
-@dataclass(frozen=True)
-class SearchFilter:
-    source: str | None = None
-    path_prefix: str | None = None  # e.g. "guide/": only documents under it
-    # A version label (a site's own, or the one given at ingest with --version); None: each
-    # source's default version, so an answer never mixes versions.
-    version: str | None = None
-    exclude_flagged: bool = False  # leave out chunks flagged as instructions to an AI
 
 
 SEARCH_MODES = ("vector", "text", "hybrid")
@@ -167,7 +137,7 @@ class Store:
         store = cls(conn, where)
         store.migrate()
         if read_only:
-            store._become_reader()
+            cls.configure_reader(conn)
         return store
 
     def close(self) -> None:
@@ -179,15 +149,19 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _become_reader(self) -> None:
-        self.conn.execute("SET default_transaction_read_only = on")
+    @staticmethod
+    def configure_reader(conn: psycopg.Connection) -> None:
+        """Make a connection the query path's: vectors as numpy, read-only transactions, and the
+        pgcite_reader role where the login may take it."""
+        register_vector(conn)
+        conn.execute("SET default_transaction_read_only = on")
         # From PostgreSQL 16 on, membership alone does not allow SET ROLE: ask for that right.
-        right = "SET" if self.conn.info.server_version >= 160000 else "MEMBER"
-        may_set = self.conn.execute(
+        right = "SET" if conn.info.server_version >= 160000 else "MEMBER"
+        may_set = conn.execute(
             "SELECT pg_has_role(current_user, oid, %s) FROM pg_roles WHERE rolname = %s", (right, READER_ROLE)
         ).fetchone()
         if may_set and may_set[0]:
-            self.conn.execute(f"SET ROLE {READER_ROLE}")
+            conn.execute(f"SET ROLE {READER_ROLE}")
 
     # --- schema -----------------------------------------------------------------------------
 
@@ -282,7 +256,8 @@ class Store:
     def check_model(self, model: str, dimension: int | None = None) -> None:
         stored = self.stored_model()
         if stored is None:
-            raise StoreError(f"nothing has been ingested into {self.where} yet; run `pgcite ingest FOLDER` first")
+            raise StoreError(f"nothing has been ingested into {self.where} yet; ingest a folder first (`pgcite ingest FOLDER`)",
+                             kind="conflict")
         stored_model, stored_dim = stored
         if stored_model != model or (dimension is not None and dimension != stored_dim):
             asked = f"{model}" + (f" ({dimension} dims)" if dimension is not None else "")
@@ -453,11 +428,13 @@ class Store:
         Iterative index scans keep filtered searches from silently returning fewer than k rows;
         relaxed order is re-sorted by the outer query."""
         if mode not in SEARCH_MODES:
-            raise StoreError(f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")
+            raise StoreError(f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}", kind="bad_request")
         params = {
             "q": np.asarray(vector, dtype=np.float32), "text": text, "k": k, "n": max(candidates, k),
             "source": filters.source, "prefix": filters.path_prefix, "version": filters.version,
-            "exclude_flagged": filters.exclude_flagged, "max_distance": max_distance,
+            "exclude_flagged": filters.exclude_flagged,
+            "allowed": list(filters.allowed_sources) if filters.allowed_sources is not None else None,
+            "max_distance": max_distance,
             "min_coverage": word_match.coverage if word_match else None,
             "coverage_max_distance": word_match.max_distance if word_match else None,
             "use_vector": mode in ("vector", "hybrid"), "use_text": mode in ("text", "hybrid"),
@@ -472,12 +449,14 @@ class Store:
                           coverage=float(row[11])) for row in rows]
 
 
-    def unknown_terms(self, terms: Sequence[str], source: str | None = None) -> list[str]:
-        """The terms no chunk of `source` (of any source when None) holds a word of, as the
-        full-text index reads them; a term made only of stopwords is never unknown."""
+    def unknown_terms(self, terms: Sequence[str], filters: SearchFilter = SearchFilter()) -> list[str]:
+        """The terms no chunk of the filter's source (or of the sources it allows) holds a word
+        of, as the full-text index reads them; a term made only of stopwords is never unknown."""
         if not terms:
             return []
-        rows = self.conn.execute(_UNKNOWN_TERMS_SQL, {"terms": list(terms), "source": source}).fetchall()
+        sources = [filters.source] if filters.source else filters.allowed_sources
+        rows = self.conn.execute(_UNKNOWN_TERMS_SQL, {
+            "terms": list(terms), "sources": list(sources) if sources is not None else None}).fetchall()
         return [row[0] for row in rows]
 
 _UNKNOWN_TERMS_SQL = """
@@ -485,7 +464,7 @@ SELECT term FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, place)
 CROSS JOIN LATERAL (SELECT tsvector_to_array(to_tsvector('english', term)) AS lexemes) l
 WHERE cardinality(l.lexemes) > 0
   AND NOT EXISTS (SELECT 1 FROM lexeme_idf i
-                  WHERE i.lexeme = ANY(l.lexemes) AND (%(source)s::text IS NULL OR i.source = %(source)s))
+                  WHERE i.lexeme = ANY(l.lexemes) AND (%(sources)s::text[] IS NULL OR i.source = ANY(%(sources)s)))
 ORDER BY place
 """
 
@@ -495,6 +474,7 @@ _FILTERS = """
     AND (%(prefix)s::text IS NULL OR starts_with(c.path, %(prefix)s))
     AND c.version = coalesce(%(version)s::text, (SELECT defaults FROM default_versions) ->> c.source, c.version)
     AND (NOT %(exclude_flagged)s OR cardinality(c.flags) = 0)
+    AND (%(allowed)s::text[] IS NULL OR c.source = ANY(%(allowed)s))
 """
 
 _SEARCH_SQL = f"""

@@ -1,0 +1,209 @@
+"""The one application object the command line, the server and the evaluation share.
+
+`Pgcite(settings)` connects once (starting the embedded server when no DSN is set) and brings the
+schema up to date; queries then borrow read-only connections from a pool, and the embedding model
+and generator are loaded on first use and kept."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from .answer import Answer, AnswerEvent, ask_stream
+from .config import Settings
+from .embedding import Embedder, make_embedder
+from .errors import PgciteError, StoreError
+from .generation import ChatGenerator, GenerationError, Generator
+from .ingest import IngestReport, Progress, open_location
+from .retrieval import DEFAULT_MAX_DISTANCE, search
+from .store import SourceInfo, Store
+from .vocabulary import SearchFilter, SearchHit
+
+
+@dataclass(frozen=True)
+class Status:
+    database: str  # where it is, for people
+    postgres: str
+    pgvector: str
+    model: tuple[str, int] | None  # the stored vectors' model and dimension; None before any ingest
+    sources: list[SourceInfo]
+    chunks: int
+    vector_index: bool
+
+
+class _Serialised:  # an Embedder
+    """An embedder used by one thread at a time: a tokenizer raises "Already borrowed" when two
+    threads use it at once, and two cores gain nothing from parallel calls into one model."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str):  # model, dimension, window, prefixes: read-only attributes
+        return getattr(self._inner, name)
+
+    def count_tokens(self, text: str) -> int:
+        with self._lock:
+            return self._inner.count_tokens(text)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            return self._inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._lock:
+            return self._inner.embed_query(text)
+
+
+def make_generator(settings: Settings, embedder: Embedder) -> Generator:
+    """The chat server when one is configured, else the offline extractive generator."""
+    if settings.chat_url:
+        if not settings.chat_model:
+            raise GenerationError("a chat server URL is set but no chat model; set PGCITE_CHAT_MODEL")
+        return ChatGenerator(settings)
+    from .extractive import ExtractiveGenerator
+
+    return ExtractiveGenerator(embedder)
+
+
+def _no_source(name: str) -> PgciteError:
+    return PgciteError(f"no source named {name!r}; list them with `pgcite sources` or GET /v1/sources",
+                       kind="not_found")
+
+
+class Pgcite:
+    POOL_SIZE = 8  # read connections: the server's worker threads share them
+    POOL_TIMEOUT = 10.0  # seconds a query waits for a free connection
+
+    def __init__(self, settings: Settings, *, embedder: Embedder | None = None,
+                 generator: Generator | None = None) -> None:
+        """embedder, generator: already-made parts to use instead of making them from settings."""
+        self.settings = settings
+        # Connecting once up front gives the clear one-line errors of Store.open (and migrates).
+        with Store.open(settings, read_only=True) as store:
+            self.where = store.where
+            self._dsn = store.conn.info.dsn
+            self._password = store.conn.info.password
+        self._pool: ConnectionPool | None = None
+        self._embedder: Embedder | None = _Serialised(embedder) if embedder is not None else None
+        self._generator = generator
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __enter__(self) -> "Pgcite":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the parts, made once --------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder:
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = _Serialised(make_embedder(self.settings))
+            return self._embedder
+
+    @property
+    def generator(self) -> Generator:
+        embedder = self.embedder
+        with self._lock:
+            if self._generator is None:
+                self._generator = make_generator(self.settings, embedder)
+            return self._generator
+
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[Store]:
+        """A read-only Store on a pooled connection (the query path)."""
+        with self._lock:
+            if self._pool is None:
+                kwargs = {"autocommit": True, "connect_timeout": 10}
+                if self._password:  # conninfo.dsn leaves the password out
+                    kwargs["password"] = self._password
+                self._pool = ConnectionPool(self._dsn, min_size=1, max_size=self.POOL_SIZE, kwargs=kwargs,
+                                            configure=Store.configure_reader, timeout=self.POOL_TIMEOUT,
+                                            name="pgcite-read", open=True)
+        try:
+            with self._pool.connection() as conn:
+                yield Store(conn, self.where)
+        except PoolTimeout:
+            raise StoreError(f"no database connection came free within {self.POOL_TIMEOUT:g} s at {self.where}; "
+                             "the server is overloaded or PostgreSQL is down") from None
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[Store]:
+        """A Store that may write, on a connection of its own (ingest, removal)."""
+        with Store.open(self.settings) as store:
+            yield store
+
+    # --- what callers do -------------------------------------------------------------------
+
+    def search(self, question: str, *, k: int = 5, mode: str | None = None,
+               filters: SearchFilter = SearchFilter()) -> list[SearchHit]:
+        """The k best chunks, best first."""
+        embedder = self.embedder
+        with self.reader() as store:
+            return search(store, embedder, question, k=k, mode=mode or self.settings.search_mode, filters=filters)
+
+    def ask_stream(self, question: str, *, threshold: float | None = None, context: int = 5,
+                   mode: str | None = None, filters: SearchFilter = SearchFilter(exclude_flagged=True),
+                   generator: Generator | None = None) -> Iterator[AnswerEvent]:
+        """The answer as events: Sources (before any text), Deltas, then the checked Answer."""
+        embedder, generator = self.embedder, generator or self.generator
+        with self.reader() as store:
+            yield from ask_stream(
+                question, store=store, embedder=embedder, generator=generator,
+                max_distance=DEFAULT_MAX_DISTANCE if threshold is None else threshold, context=context,
+                token_budget=self.settings.chat_context_tokens, mode=mode or self.settings.search_mode,
+                filters=filters)
+
+    def ask(self, question: str, **options) -> Answer:
+        """ask_stream, collected: the finished Answer."""
+        *_, answer = self.ask_stream(question, **options)
+        assert isinstance(answer, Answer)
+        return answer
+
+    def ingest(self, location: str, *, source: str, base_url: str = "", exclude: Sequence[str] = (),
+               version: str = "", site: str | None = None, route_base: str | None = None,
+               include_root: str | None = None, chunk_tokens: int | None = None,
+               progress: Progress | None = None) -> IngestReport:
+        from .ingest import ingest
+
+        settings = self.settings if chunk_tokens is None else dataclasses.replace(self.settings, chunk_tokens=chunk_tokens)
+        reader = open_location(location, settings, exclude, include_root=include_root)
+        with self.writer() as store:
+            return ingest(reader, source_name=source, base_url=base_url, settings=settings, store=store,
+                          embedder=self.embedder, version=version, site=site, route_base=route_base,
+                          progress=progress)
+
+    def sources(self, allowed: Sequence[str] | None = None) -> list[SourceInfo]:
+        with self.reader() as store:
+            rows = store.list_sources()
+        return rows if allowed is None else [r for r in rows if r.name in allowed]
+
+    def require_source(self, name: str | None, allowed: Sequence[str] | None = None) -> None:
+        """Fail with not_found unless `name` (when given) is a source the caller may read."""
+        if name is not None and name not in {s.name for s in self.sources(allowed)}:
+            raise _no_source(name)
+
+    def remove_source(self, name: str) -> None:
+        with self.writer() as store:
+            if not store.remove_source(name):
+                raise _no_source(name)
+
+    def status(self) -> Status:
+        with self.reader() as store:
+            pg, vector = store.server_versions()
+            return Status(self.where, pg, vector, store.stored_model(), store.list_sources(), store.chunk_count(),
+                          store.has_vector_index())

@@ -1,0 +1,46 @@
+"""The JSON shapes of a hit, a search, an answer and a source: one definition for `--json`, the
+HTTP API and the chat endpoint's `pgcite` object. Documented in docs/commands.md; fields are only
+ever added."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .answer import Answer
+from .store import SourceInfo
+from .vocabulary import Dropped, Passage, SearchHit
+
+
+def hit(h: SearchHit) -> dict:
+    return dict(dataclasses.asdict(h), flags=list(h.flags), score=round(h.score, 6))
+
+
+def search(question: str, hits: list[SearchHit]) -> dict:
+    return {"query": question, "results": [hit(h) for h in hits]}
+
+
+def passage(p: Passage) -> dict:
+    return dict(number=p.number, **hit(p.hit))
+
+
+def dropped(d: Dropped) -> dict:
+    return dict(hit(d.hit), reason=d.reason)
+
+
+def answer(a: Answer) -> dict:
+    return {
+        "question": a.question,
+        "answer": a.text,
+        "refused": a.refused,
+        "generator": a.generator,
+        "citations": a.citations,
+        "sources": [passage(p) for p in a.sources],
+        "dropped": [dropped(d) for d in a.dropped],
+        "checks": dataclasses.asdict(a.checks),
+        "usage": dataclasses.asdict(a.usage),
+        "note": a.note,
+    }
+
+
+def source(s: SourceInfo) -> dict:
+    return dict(dataclasses.asdict(s), versions=list(s.versions))
