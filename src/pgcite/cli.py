@@ -257,6 +257,21 @@ def sources_remove(name: Annotated[str, typer.Argument(help="The source to remov
 
 
 @app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+) -> None:
+    """Serve the HTTP API (search, ask with streaming, OpenAI-compatible chat) until stopped."""
+    from .api import serve as run_server
+    from .core import Pgcite
+
+    with Pgcite(_settings()) as app:
+        err.print("loading the embedding model...")
+        app.warm_up()
+        run_server(app, host, port)
+
+
+@app.command()
 def stop() -> None:
     """Stop the embedded PostgreSQL server (the next command starts it again)."""
     from .store import server

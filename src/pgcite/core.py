@@ -35,6 +35,7 @@ class Status:
     sources: list[SourceInfo]
     chunks: int
     vector_index: bool
+    schema_current: bool
 
 
 class _Serialised:  # an Embedder
@@ -93,6 +94,7 @@ class Pgcite:
         self._pool: ConnectionPool | None = None
         self._embedder: Embedder | None = _Serialised(embedder) if embedder is not None else None
         self._generator = generator
+        self._warm = False
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -114,6 +116,16 @@ class Pgcite:
             if self._embedder is None:
                 self._embedder = _Serialised(make_embedder(self.settings))
             return self._embedder
+
+    @property
+    def model_loaded(self) -> bool:
+        return self._warm
+
+    def warm_up(self) -> None:
+        """Load the model and the generator now, not on the first question."""
+        self.embedder.embed_query("warm up")
+        self.generator
+        self._warm = True
 
     @property
     def generator(self) -> Generator:
@@ -206,4 +218,4 @@ class Pgcite:
         with self.reader() as store:
             pg, vector = store.server_versions()
             return Status(self.where, pg, vector, store.stored_model(), store.list_sources(), store.chunk_count(),
-                          store.has_vector_index())
+                          store.has_vector_index(), store.schema_current())

@@ -4,6 +4,7 @@ offline default, `extractive` (see extractive.py), which quotes the passages' ow
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from typing import Iterator, Protocol, Sequence
@@ -206,6 +207,7 @@ class ChatGenerator:
         self.timeout = settings.chat_timeout
         self.retries = settings.chat_retries
         self.disable_thinking = settings.chat_disable_thinking
+        self.max_tokens: int | None = None  # the server's own limit unless a request sets one
         # The client retries connection errors, timeouts, 408/409/429 and 5xx with backoff.
         self._client = OpenAI(
             base_url=settings.chat_url,
@@ -214,10 +216,19 @@ class ChatGenerator:
             max_retries=settings.chat_retries,
         )
 
+    def configured(self, *, temperature: float | None = None, max_tokens: int | None = None) -> "ChatGenerator":
+        """A copy with one request's own temperature and output token limit."""
+        other = copy.copy(self)
+        other.temperature = self.temperature if temperature is None else temperature
+        other.max_tokens = self.max_tokens if max_tokens is None else max_tokens
+        return other
+
     def stream(self, question: str, passages: Sequence[Passage], usage: Usage) -> Iterator[str]:
         import openai
 
-        extra = {"extra_body": {"chat_template_kwargs": {"enable_thinking": False}}} if self.disable_thinking else {}
+        extra: dict = {"extra_body": {"chat_template_kwargs": {"enable_thinking": False}}} if self.disable_thinking else {}
+        if self.max_tokens is not None:
+            extra["max_tokens"] = self.max_tokens
         try:
             response = self._client.chat.completions.create(
                 model=self.model,

@@ -170,6 +170,9 @@ class Store:
             return 0
         return self.conn.execute("SELECT coalesce(max(version), 0) FROM pgcite_schema").fetchone()[0]
 
+    def schema_current(self) -> bool:
+        return self._schema_version() == len(MIGRATIONS)
+
     def migrate(self) -> None:
         """Create pgvector and apply pending migrations, serialised across processes. An up-to-date
         database needs no DDL, so a role with SELECT rights alone can search."""

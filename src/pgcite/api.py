@@ -1,0 +1,179 @@
+"""`pgcite serve`: the HTTP API over the core (FastAPI on uvicorn).
+
+Every error is JSON in OpenAI's shape, `{"error": {"message", "type", "code"}}`, with the status
+its kind maps to; a stream that fails after it started ends with an `error` event instead."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from typing import Iterator, Literal
+
+import psycopg
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException
+
+from . import shapes
+from .answer import Answer
+from .core import Pgcite
+from .errors import PgciteError
+from .store import SEARCH_MODES
+from .vocabulary import Delta, SearchFilter, Sources
+
+log = logging.getLogger("pgcite.api")
+
+MAX_QUESTION_CHARS = 4000
+MAX_K = 100
+Mode = Literal["vector", "text", "hybrid"]
+assert set(Mode.__args__) == set(SEARCH_MODES)  # type: ignore[attr-defined]
+
+
+def error_body(message: str, kind: str) -> dict:
+    return {"error": {"message": message, "type": kind, "code": kind}}
+
+
+def _error(status: int, message: str, kind: str) -> JSONResponse:
+    return JSONResponse(error_body(message, kind), status_code=status)
+
+
+def _one_line_validation(exc: RequestValidationError) -> str:
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(p) for p in first.get("loc", ()) if isinstance(p, str) and p not in ("body", "query"))
+    return f"{where or 'request body'}: {first.get('msg', 'invalid')}".replace("\n", " ")
+
+
+def sse(event: str, data: dict) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+class AskRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    source: str | None = None
+    path: str | None = None
+    version: str | None = None
+    threshold: float | None = Field(default=None, gt=0, le=2)
+    context: int = Field(default=5, ge=1, le=20)
+    mode: Mode | None = None
+    stream: bool = False
+
+
+def create_app(core: Pgcite) -> FastAPI:
+    from .chat_api import add_chat_routes
+
+    app = FastAPI(title="pgcite", summary="Cited answers from your documentation.", version="0.1.0")
+
+    @app.exception_handler(PgciteError)
+    async def _pgcite_error(request: Request, exc: PgciteError) -> JSONResponse:
+        return _error(exc.status, str(exc), exc.kind)
+
+    @app.exception_handler(psycopg.Error)
+    async def _database_error(request: Request, exc: psycopg.Error) -> JSONResponse:
+        first = (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]
+        return _error(503, f"database: {first}; check the server and try again", "unavailable")
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(422, _one_line_validation(exc), "invalid_request")
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return _error(exc.status_code, str(exc.detail), kind)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return _error(500, f"internal error ({exc.__class__.__name__}); the server log has the details", "internal")
+
+    @app.get("/healthz")
+    def healthz() -> dict:
+        """The process is up."""
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    def readyz() -> JSONResponse:
+        """Ready to answer: the database answers, its schema is current, and the model is loaded."""
+        checks = {"database": False, "schema": False, "model": core.model_loaded}
+        try:
+            status = core.status()
+            checks["database"] = True
+            checks["schema"] = status.schema_current
+        except PgciteError as exc:
+            return _error(503, str(exc), exc.kind)
+        ready = all(checks.values())
+        return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
+                            status_code=200 if ready else 503)
+
+    @app.get("/v1/sources")
+    def sources() -> dict:
+        return {"sources": [shapes.source(s) for s in core.sources()]}
+
+    @app.get("/v1/search")
+    def search(
+        q: str = Query(min_length=1, max_length=MAX_QUESTION_CHARS, description="The question."),
+        k: int = Query(5, ge=1, le=MAX_K),
+        source: str | None = None,
+        path: str | None = None,
+        version: str | None = None,
+        mode: Mode | None = None,
+    ) -> dict:
+        """The `pgcite search --json` object."""
+        core.require_source(source)
+        hits = core.search(q, k=k, mode=mode, filters=SearchFilter(source=source, path_prefix=path, version=version))
+        return shapes.search(q, hits)
+
+    @app.post("/v1/ask")
+    def ask(body: AskRequest):
+        """The `pgcite ask --json` object; with `stream`, Server-Sent Events: `sources`, `delta`s,
+        `answer`, `done` (or `error`)."""
+        core.require_source(body.source)
+        events = core.ask_stream(body.question, threshold=body.threshold, context=body.context, mode=body.mode,
+                                 filters=SearchFilter(source=body.source, path_prefix=body.path, version=body.version,
+                                                      exclude_flagged=True))
+        if not body.stream:
+            *_, answer = events
+            return shapes.answer(answer)
+        first = next(events)  # bad input and a database that is down fail here, with their status
+
+        def stream() -> Iterator[str]:
+            try:
+                for event in itertools.chain([first], events):
+                    yield _ask_event(event)
+                yield sse("done", {})
+            except PgciteError as exc:
+                yield sse("error", error_body(str(exc), exc.kind))
+            except Exception as exc:  # mid-stream: the status line is gone, so say it in the stream
+                log.exception("ask stream failed")
+                yield sse("error", error_body(f"internal error ({exc.__class__.__name__})", "internal"))
+            finally:
+                events.close()
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers=_STREAM_HEADERS)
+
+    add_chat_routes(app, core)
+    return app
+
+
+_STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def _ask_event(event) -> str:
+    if isinstance(event, Sources):
+        return sse("sources", {"sources": [shapes.passage(p) for p in event.passages],
+                               "dropped": [shapes.dropped(d) for d in event.dropped]})
+    if isinstance(event, Delta):
+        return sse("delta", {"text": event.text})
+    assert isinstance(event, Answer)
+    return sse("answer", shapes.answer(event))
+
+
+def serve(core: Pgcite, host: str, port: int) -> None:
+    import uvicorn
+
+    uvicorn.run(create_app(core), host=host, port=port, log_level="info", access_log=True)

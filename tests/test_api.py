@@ -1,0 +1,253 @@
+"""The HTTP API and the OpenAI-compatible chat endpoint, over a real uvicorn server on loopback,
+a real database and the bundled model; the official `openai` client parses every chat response."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import openai
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from pgcite import shapes
+from pgcite.config import Settings
+from pgcite.core import Pgcite
+from pgcite.generation import ChatGenerator
+from pgcite.vocabulary import REFUSAL, SearchFilter
+from tests.conftest import _drop_database, _fresh_database
+from tests.fake_openai import FakeOpenAI
+from tests.http_server import running
+
+pytestmark = pytest.mark.slow
+
+DOCS = {
+    "install.md": "# Installing Widgets\n\n## Requirements\n\nWidgets need Python 3.11 and 2 GB of disk.\n\n"
+                  "## Install command\n\nRun `pip install widgets` on every node, then `widgets init`.\n",
+    "tuning.md": "# Tuning\n\n## Spin rate\n\nSet `spin_rate` to control speed. The default is 40 turns per second. "
+                 "Never exceed 90 turns per second.\n",
+    "support.md": "# Support\n\n## Contact\n\nWrite to help@widgets.dev or open an issue at https://widgets.dev/issues.\n",
+}
+GADGETS = {"gadgets.md": "# Gadgets\n\n## Charging\n\nA gadget charges in 3 hours from a USB-C port.\n"}
+
+
+def _write(root: Path, docs: dict[str, str]) -> str:
+    root.mkdir()
+    for name, text in docs.items():
+        (root / name).write_text(text)
+    return str(root)
+
+
+@pytest.fixture(scope="module")
+def core(admin_dsn: str, embedder, tmp_path_factory):
+    name = _fresh_database(admin_dsn)
+    tmp = tmp_path_factory.mktemp("api")
+    settings = Settings(home=tmp / "home", database_url=make_conninfo(admin_dsn, dbname=name))
+    with Pgcite(settings, embedder=embedder) as app:
+        app.ingest(_write(tmp / "widgets", DOCS), source="w", base_url="https://widgets.dev/")
+        app.ingest(_write(tmp / "gadgets", GADGETS), source="g", base_url="https://gadgets.dev/")
+        app.warm_up()
+        yield app
+    _drop_database(admin_dsn, name)
+
+
+@pytest.fixture(scope="module")
+def base(core: Pgcite):
+    with running(core) as url:
+        yield url
+
+
+def call(base: str, path: str, body: dict | bytes | None = None, method: str | None = None) -> tuple[int, dict]:
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"} if data is not None else {})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def events(base: str, path: str, body: dict) -> tuple[str, list[tuple[str, dict | str]]]:
+    """The (event, data) pairs of a Server-Sent Events response, in order, and its content type."""
+    request = urllib.request.Request(base + path, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    out: list[tuple[str, dict | str]] = []
+    with urllib.request.urlopen(request, timeout=60) as response:
+        kind = response.headers["Content-Type"]
+        name = "message"
+        for raw in response:
+            line = raw.decode().rstrip("\n")
+            if line.startswith("event: "):
+                name = line[len("event: "):]
+            elif line.startswith("data: "):
+                payload = line[len("data: "):]
+                out.append((name, payload if payload == "[DONE]" else json.loads(payload)))
+                name = "message"
+    return kind, out
+
+
+def test_health_readiness_and_openapi(base: str):
+    assert call(base, "/healthz") == (200, {"status": "ok"})
+    status, ready = call(base, "/readyz")
+    assert status == 200 and ready["checks"] == {"database": True, "schema": True, "model": True}
+    status, schema = call(base, "/openapi.json")
+    assert status == 200 and {"/v1/search", "/v1/ask", "/v1/chat/completions", "/v1/models"} <= set(schema["paths"])
+
+
+def test_search_is_the_search_json_object(base: str, core: Pgcite):
+    status, body = call(base, "/v1/search?q=What+is+the+default+spin+rate%3F&k=2&source=w")
+    assert status == 200
+    expected = shapes.search("What is the default spin rate?", core.search(
+        "What is the default spin rate?", k=2, filters=SearchFilter(source="w")))
+    assert body == json.loads(json.dumps(expected))
+    assert body["results"][0]["path"] == "tuning.md" and len(body["results"]) == 2
+
+
+def test_sources_lists_what_was_ingested(base: str):
+    status, body = call(base, "/v1/sources")
+    assert status == 200
+    assert {(s["name"], s["documents"]) for s in body["sources"]} == {("w", 3), ("g", 1)}
+
+
+def test_ask_answers_with_citations_and_streams_events_in_order(base: str):
+    question = {"question": "What is the default spin rate?", "source": "w"}
+    status, answer = call(base, "/v1/ask", question)
+    assert status == 200 and not answer["refused"] and answer["citations"]
+    assert "40 turns per second" in answer["answer"]
+    assert answer["sources"][0]["path"] == "tuning.md"
+
+    kind, stream = events(base, "/v1/ask", {**question, "stream": True})
+    assert kind.startswith("text/event-stream")
+    names = [name for name, _ in stream]
+    assert names[0] == "sources" and names[-2:] == ["answer", "done"]
+    assert set(names[1:-2]) == {"delta"} and len(names) >= 4
+    assert "".join(d["text"] for n, d in stream if n == "delta").strip() == answer["answer"]
+    assert stream[0][1]["sources"] == answer["sources"]
+    assert stream[-2][1] == answer
+
+
+def test_an_off_topic_question_is_refused(base: str):
+    status, answer = call(base, "/v1/ask", {"question": "Who wrote Hamlet?"})
+    assert status == 200 and answer["refused"] and answer["answer"] == REFUSAL
+
+
+@pytest.mark.parametrize("path, body, status, kind", [
+    ("/v1/search?q=spin&k=0", None, 422, "invalid_request"),
+    ("/v1/search?q=spin&k=1e20", None, 422, "invalid_request"),
+    ("/v1/search?q=spin&mode=fuzzy", None, 422, "invalid_request"),
+    ("/v1/search?q=spin&source=nope", None, 404, "not_found"),
+    ("/v1/search", None, 422, "invalid_request"),
+    ("/v1/ask", {"question": ""}, 422, "invalid_request"),
+    ("/v1/ask", {"question": "   "}, 400, "bad_request"),
+    ("/v1/ask", {"question": "x" * 5000}, 422, "invalid_request"),
+    ("/v1/ask", {"question": "spin?", "threshold": 7}, 422, "invalid_request"),
+    ("/v1/ask", {"question": "spin?", "surprise": 1}, 422, "invalid_request"),
+    ("/v1/ask", b"{not json", 422, "invalid_request"),
+    ("/v1/nothing-here", None, 404, "not_found"),
+])
+def test_bad_requests_get_one_line_json_errors(base: str, path: str, body, status: int, kind: str):
+    got, error = call(base, path, body)
+    assert got == status, error
+    assert error["error"]["type"] == kind and error["error"]["code"] == kind
+    assert "\n" not in error["error"]["message"] and error["error"]["message"]
+
+
+def test_a_wrong_method_is_json_too(base: str):
+    status, error = call(base, "/v1/ask", method="GET")
+    assert status == 405 and error["error"]["type"] == "method_not_allowed"
+
+
+def test_models_list_one_per_source_and_one_for_all(base: str):
+    client = openai.OpenAI(base_url=base + "/v1", api_key="unused")
+    assert [m.id for m in client.models.list()] == ["pgcite", "pgcite:g", "pgcite:w"]
+
+
+def test_chat_completion_carries_annotations_sources_and_the_answer(base: str):
+    client = openai.OpenAI(base_url=base + "/v1", api_key="unused")
+    completion = client.chat.completions.create(
+        model="pgcite:w", messages=[{"role": "user", "content": "What is the default spin rate?"}])
+    message = completion.choices[0].message
+    assert completion.object == "chat.completion" and completion.choices[0].finish_reason == "stop"
+    assert "40 turns per second" in message.content
+    assert message.annotations, message
+    for annotation in message.annotations:
+        cited = annotation.url_citation
+        assert annotation.type == "url_citation"
+        assert message.content[cited.start_index:cited.end_index] in {"[1]", "[2]", "[3]", "[4]", "[5]"}
+        assert cited.url.startswith("https://widgets.dev/") and " > " in cited.title
+    assert "\n\nSources:\n[1] " in message.content
+    extra = completion.model_extra["pgcite"]
+    assert extra["refused"] is False and extra["sources"][0]["path"] == "tuning.md"
+
+
+def test_chat_streams_standard_chunks_with_annotations_at_the_end(base: str):
+    client = openai.OpenAI(base_url=base + "/v1", api_key="unused")
+    messages = [{"role": "user", "content": "What is the default spin rate?"}]
+    whole = client.chat.completions.create(model="pgcite:w", messages=messages).choices[0].message
+    chunks = list(client.chat.completions.create(model="pgcite:w", messages=messages, stream=True,
+                                                 stream_options={"include_usage": True}))
+    assert all(c.object == "chat.completion.chunk" for c in chunks)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert content.strip() == whole.content.strip()
+    tail = [c for c in chunks if c.choices and c.choices[0].delta.model_extra.get("annotations") is not None]
+    assert len(tail) == 1 and tail[0].choices[0].delta.content is None
+    assert tail[0].model_extra["pgcite"]["citations"]
+    for annotation in tail[0].choices[0].delta.model_extra["annotations"]:
+        cited = annotation["url_citation"]
+        assert content[cited["start_index"]:cited["end_index"]].startswith("[")
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+
+
+def test_chat_refusal_is_an_ordinary_completion(base: str):
+    client = openai.OpenAI(base_url=base + "/v1", api_key="unused")
+    completion = client.chat.completions.create(model="pgcite", messages=[{"role": "user", "content": "Who wrote Hamlet?"}])
+    assert completion.choices[0].message.content == REFUSAL
+    assert completion.model_extra["pgcite"]["refused"] is True
+
+
+def test_chat_scope_is_the_model(base: str):
+    client = openai.OpenAI(base_url=base + "/v1", api_key="unused")
+    asked = [{"role": "user", "content": "How long does a gadget take to charge?"}]
+    scoped = client.chat.completions.create(model="pgcite:w", messages=asked).model_extra["pgcite"]
+    assert all(s["source"] == "w" for s in scoped["sources"] + scoped["dropped"])
+    everywhere = client.chat.completions.create(model="pgcite", messages=asked).model_extra["pgcite"]
+    assert everywhere["sources"][0]["source"] == "g" and "3 hours" in everywhere["answer"]
+    with pytest.raises(openai.NotFoundError, match="no model"):
+        client.chat.completions.create(model="gpt-4o", messages=asked)
+    with pytest.raises(openai.NotFoundError, match="no source named"):
+        client.chat.completions.create(model="pgcite:nope", messages=asked)
+
+
+def test_chat_follow_up_is_asked_with_the_question_before_it(base: str):
+    client = openai.OpenAI(base_url=base + "/v1", api_key="unused")
+    turns = [{"role": "user", "content": "What do widgets need to be installed?"},
+             {"role": "assistant", "content": "Widgets need Python 3.11 and 2 GB of disk. [1]"},
+             {"role": "user", "content": "and which command?"}]
+    answer = client.chat.completions.create(model="pgcite:w", messages=turns).model_extra["pgcite"]
+    assert answer["question"] == "What do widgets need to be installed? and which command?"
+    assert any(s["path"] == "install.md" for s in answer["sources"])
+
+
+def test_chat_rejects_a_conversation_that_does_not_end_with_the_user(base: str):
+    status, error = call(base, "/v1/chat/completions", {"model": "pgcite", "messages": [
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]})
+    assert status == 400 and "last message" in error["error"]["message"]
+    status, error = call(base, "/v1/chat/completions", {"model": "pgcite", "messages": []})
+    assert status == 422 and error["error"]["type"] == "invalid_request"
+
+
+def test_temperature_and_max_tokens_are_passed_to_the_chat_model(core: Pgcite, embedder):
+    with FakeOpenAI() as fake, Pgcite(core.settings, embedder=embedder,
+                                      generator=ChatGenerator(fake.chat_settings())) as chatty, running(chatty) as url:
+        fake.script("The default is 40 turns per second [1].")
+        client = openai.OpenAI(base_url=url + "/v1", api_key="unused")
+        completion = client.chat.completions.create(
+            model="pgcite:w", temperature=0.7, max_tokens=123,
+            messages=[{"role": "user", "content": "What is the default spin rate?"}])
+        assert completion.choices[0].message.content.startswith("The default is 40 turns per second [1].")
+        assert fake.last_chat["temperature"] == 0.7 and fake.last_chat["max_tokens"] == 123
