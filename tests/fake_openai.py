@@ -118,6 +118,8 @@ class FakeOpenAI:
     default_reply: str | Reply | None = None
     # When set, requests without "Authorization: Bearer <api_key>" get HTTP 401.
     api_key: str | None = None
+    # How each streamed chat reply ended: "finished", or "aborted" when the client hung up.
+    outcomes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         fake = self
@@ -266,7 +268,14 @@ class FakeOpenAI:
                         return
                     if reply.pause and fake._closing.wait(reply.pause):
                         return
-                    self._event(choice({"content": piece}))
+                    try:
+                        self._event(choice({"content": piece}))
+                        self.wfile.flush()
+                    except (BrokenPipeError, ConnectionResetError):
+                        fake.outcomes.append("aborted")
+                        self.close_connection = True
+                        return
+                fake.outcomes.append("finished")
                 self._event(choice({}, reply.finish_reason))
                 if reply.usage and (body.get("stream_options") or {}).get("include_usage"):
                     self._event({**base, "choices": [], "usage": self._usage(body, reply, len(deltas) + len(reasoning))})

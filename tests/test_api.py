@@ -4,6 +4,7 @@ a real database and the bundled model; the official `openai` client parses every
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -18,7 +19,7 @@ from pgcite.core import Pgcite
 from pgcite.generation import ChatGenerator
 from pgcite.vocabulary import REFUSAL, SearchFilter
 from tests.conftest import _drop_database, _fresh_database
-from tests.fake_openai import FakeOpenAI
+from tests.fake_openai import FakeOpenAI, Reply
 from tests.http_server import running
 
 pytestmark = pytest.mark.slow
@@ -251,3 +252,22 @@ def test_temperature_and_max_tokens_are_passed_to_the_chat_model(core: Pgcite, e
             messages=[{"role": "user", "content": "What is the default spin rate?"}])
         assert completion.choices[0].message.content.startswith("The default is 40 turns per second [1].")
         assert fake.last_chat["temperature"] == 0.7 and fake.last_chat["max_tokens"] == 123
+
+
+def test_a_client_that_hangs_up_mid_stream_stops_the_generation(core: Pgcite, embedder):
+    long_answer = "The default is 40 turns per second [1]. " * 20
+    with FakeOpenAI() as fake, Pgcite(core.settings, embedder=embedder,
+                                      generator=ChatGenerator(fake.chat_settings())) as chatty, running(chatty) as url:
+        fake.script(Reply(long_answer, split=8, pause=0.2))  # about 20 s if read to the end
+        request = urllib.request.Request(url + "/v1/ask", data=json.dumps(
+            {"question": "What is the default spin rate?", "source": "w", "stream": True}).encode(),
+            headers={"Content-Type": "application/json"})
+        response = urllib.request.urlopen(request, timeout=30)
+        for raw in response:
+            if raw.startswith(b"event: delta"):
+                break
+        response.close()  # hang up after the first piece of text
+        deadline = time.monotonic() + 10
+        while not fake.outcomes and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert fake.outcomes == ["aborted"]

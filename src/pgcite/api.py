@@ -10,11 +10,14 @@ import json
 import logging
 from typing import Iterator, Literal
 
+import anyio
+import anyio.to_thread
 import psycopg
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import iterate_in_threadpool
 from starlette.exceptions import HTTPException
 
 from . import shapes
@@ -154,13 +157,29 @@ def create_app(core: Pgcite) -> FastAPI:
             finally:
                 events.close()
 
-        return StreamingResponse(stream(), media_type="text/event-stream", headers=_STREAM_HEADERS)
+        return event_stream(stream())
 
     add_chat_routes(app, core)
     return app
 
 
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def event_stream(frames: Iterator[str]) -> StreamingResponse:
+    """Stream a generator's frames from worker threads. When the client hangs up, the generator
+    is closed as soon as its current step ends: that closes the answer's events, and with them
+    the request to the chat model, so no more is generated for nobody."""
+
+    async def body():
+        try:
+            async for frame in iterate_in_threadpool(frames):
+                yield frame
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(frames.close)
+
+    return StreamingResponse(body(), media_type="text/event-stream", headers=_STREAM_HEADERS)
 
 
 def _ask_event(event) -> str:

@@ -14,7 +14,6 @@ import uuid
 from typing import Any, Iterator
 
 from fastapi import FastAPI
-from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import shapes
@@ -119,7 +118,7 @@ def _usage(answer: Answer) -> dict:
 
 
 def add_chat_routes(app: FastAPI, core: Pgcite) -> None:
-    from .api import _STREAM_HEADERS, error_body
+    from .api import error_body, event_stream
 
     @app.get("/v1/models")
     def models() -> dict:
@@ -182,4 +181,4 @@ def add_chat_routes(app: FastAPI, core: Pgcite) -> None:
                 events.close()
             yield "data: [DONE]\n\n"
 
-        return StreamingResponse(stream(), media_type="text/event-stream", headers=_STREAM_HEADERS)
+        return event_stream(stream())
