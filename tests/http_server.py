@@ -20,7 +20,7 @@ def running(core: Pgcite) -> Iterator[str]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(core), log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(create_app(core), log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

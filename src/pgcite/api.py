@@ -5,6 +5,7 @@ its kind maps to; a stream that fails after it started ends with an `error` even
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -13,7 +14,7 @@ from typing import Iterator, Literal
 import anyio
 import anyio.to_thread
 import psycopg
-from fastapi import FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,9 +22,12 @@ from starlette.concurrency import iterate_in_threadpool
 from starlette.exceptions import HTTPException
 
 from . import shapes
+from .access import Caller
 from .answer import Answer
 from .core import Pgcite
 from .errors import PgciteError
+from .http_limits import BodyLimit, RateLimit, RateLimited
+from .jobs import Jobs
 from .store import SEARCH_MODES
 from .vocabulary import Delta, SearchFilter, Sources
 
@@ -67,13 +71,29 @@ class AskRequest(BaseModel):
 
 
 def create_app(core: Pgcite) -> FastAPI:
+    from .admin_api import add_admin_routes
     from .chat_api import add_chat_routes
 
-    app = FastAPI(title="pgcite", summary="Cited answers from your documentation.", version="0.1.0")
+    jobs = Jobs(core)
+    limit = RateLimit(core.settings.serve_rate_limit)
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        await anyio.to_thread.run_sync(jobs.close)  # queued ingests are dropped; a running one finishes
+
+    app = FastAPI(title="pgcite", summary="Cited answers from your documentation.", version="0.1.0",
+                  lifespan=lifespan)
+    app.add_middleware(BodyLimit, limit=core.settings.serve_max_request_bytes,
+                       upload_limit=core.settings.serve_max_upload_bytes, upload_suffixes=("/ingest",))
 
     @app.exception_handler(PgciteError)
     async def _pgcite_error(request: Request, exc: PgciteError) -> JSONResponse:
-        return _error(exc.status, str(exc), exc.kind)
+        response = _error(exc.status, str(exc), exc.kind)
+        if exc.kind == "unauthorized":
+            response.headers["WWW-Authenticate"] = "Bearer"
+        if isinstance(exc, RateLimited):
+            response.headers["Retry-After"] = str(exc.retry_after)
+        return response
 
     @app.exception_handler(psycopg.Error)
     async def _database_error(request: Request, exc: psycopg.Error) -> JSONResponse:
@@ -113,9 +133,25 @@ def create_app(core: Pgcite) -> FastAPI:
         return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
                             status_code=200 if ready else 503)
 
+    def access(request: Request, write: bool) -> Caller:
+        address = f"address {request.client.host if request.client else '-'}"
+        try:
+            caller = core.caller(request.headers.get("authorization"), write=write)
+        except PgciteError:
+            limit.check(address)  # refused attempts count too, per address
+            raise
+        limit.check(f"key {caller.name}" if caller.name else address)
+        return caller
+
+    def read_access(request: Request) -> Caller:
+        return access(request, write=False)
+
+    def write_access(request: Request) -> Caller:
+        return access(request, write=True)
+
     @app.get("/v1/sources")
-    def sources() -> dict:
-        return {"sources": [shapes.source(s) for s in core.sources()]}
+    def sources(caller: Caller = Depends(read_access)) -> dict:
+        return {"sources": [shapes.source(s) for s in core.sources(caller.sources)]}
 
     @app.get("/v1/search")
     def search(
@@ -125,20 +161,22 @@ def create_app(core: Pgcite) -> FastAPI:
         path: str | None = None,
         version: str | None = None,
         mode: Mode | None = None,
+        caller: Caller = Depends(read_access),
     ) -> dict:
         """The `pgcite search --json` object."""
-        core.require_source(source)
-        hits = core.search(q, k=k, mode=mode, filters=SearchFilter(source=source, path_prefix=path, version=version))
+        core.require_source(source, caller.sources)
+        hits = core.search(q, k=k, mode=mode, filters=SearchFilter(
+            source=source, path_prefix=path, version=version, allowed_sources=caller.sources))
         return shapes.search(q, hits)
 
     @app.post("/v1/ask")
-    def ask(body: AskRequest):
+    def ask(body: AskRequest, caller: Caller = Depends(read_access)):
         """The `pgcite ask --json` object; with `stream`, Server-Sent Events: `sources`, `delta`s,
         `answer`, `done` (or `error`)."""
-        core.require_source(body.source)
+        core.require_source(body.source, caller.sources)
         events = core.ask_stream(body.question, threshold=body.threshold, context=body.context, mode=body.mode,
                                  filters=SearchFilter(source=body.source, path_prefix=body.path, version=body.version,
-                                                      exclude_flagged=True))
+                                                      exclude_flagged=True, allowed_sources=caller.sources))
         if not body.stream:
             *_, answer = events
             return shapes.answer(answer)
@@ -159,7 +197,8 @@ def create_app(core: Pgcite) -> FastAPI:
 
         return event_stream(stream())
 
-    add_chat_routes(app, core)
+    add_chat_routes(app, core, read_access)
+    add_admin_routes(app, core, jobs, write_access)
     return app
 
 

@@ -11,12 +11,13 @@ import json
 import re
 import time
 import uuid
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import shapes
+from .access import Caller
 from .answer import Answer
 from .core import Pgcite
 from .errors import PgciteError
@@ -81,15 +82,15 @@ def question_of(messages: list[Message]) -> str:
     return f"{earlier[-1]} {last}" if earlier and is_follow_up(last) else last
 
 
-def scope_of(model: str, core: Pgcite) -> str | None:
-    """`pgcite` reads every source; `pgcite:NAME` only NAME."""
+def scope_of(model: str, core: Pgcite, caller: Caller) -> str | None:
+    """`pgcite` reads every source the caller may; `pgcite:NAME` only NAME."""
     if model == MODEL:
         return None
     prefix, _, name = model.partition(":")
     if prefix != MODEL or not name:
         raise PgciteError(f"no model {model!r}; GET /v1/models lists them ({MODEL} or {MODEL}:SOURCE)",
                           kind="not_found")
-    core.require_source(name)
+    core.require_source(name, caller.sources)
     return name
 
 
@@ -117,25 +118,25 @@ def _usage(answer: Answer) -> dict:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-def add_chat_routes(app: FastAPI, core: Pgcite) -> None:
+def add_chat_routes(app: FastAPI, core: Pgcite, read_access: Callable[..., Caller]) -> None:
     from .api import error_body, event_stream
 
     @app.get("/v1/models")
-    def models() -> dict:
-        ids = [MODEL, *(f"{MODEL}:{s.name}" for s in core.sources())]
+    def models(caller: Caller = Depends(read_access)) -> dict:
+        ids = [MODEL, *(f"{MODEL}:{s.name}" for s in core.sources(caller.sources))]
         return {"object": "list", "data": [{"id": i, "object": "model", "created": 0, "owned_by": "pgcite"}
                                            for i in ids]}
 
     @app.post("/v1/chat/completions")
-    def chat_completions(body: ChatRequest):
-        source = scope_of(body.model, core)
+    def chat_completions(body: ChatRequest, caller: Caller = Depends(read_access)):
+        source = scope_of(body.model, core, caller)
         question = question_of(body.messages)
         generator = core.generator
         max_tokens = body.max_completion_tokens or body.max_tokens
         if isinstance(generator, ChatGenerator) and (body.temperature is not None or max_tokens is not None):
             generator = generator.configured(temperature=body.temperature, max_tokens=max_tokens)
-        events = core.ask_stream(question, filters=SearchFilter(source=source, exclude_flagged=True),
-                                 generator=generator)
+        events = core.ask_stream(question, generator=generator, filters=SearchFilter(
+            source=source, exclude_flagged=True, allowed_sources=caller.sources))
         ident, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
         head = {"id": ident, "created": created, "model": body.model}
         if not body.stream:

@@ -22,6 +22,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Cited answers from your documentation.")
 sources_app = typer.Typer(help="List or remove ingested sources.", invoke_without_command=True)
 app.add_typer(sources_app, name="sources")
+keys_app = typer.Typer(help="API keys for `pgcite serve`: create, list, revoke.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
@@ -269,6 +271,57 @@ def serve(
         err.print("loading the embedding model...")
         app.warm_up()
         run_server(app, host, port)
+
+
+@keys_app.command("create")
+def keys_create(
+    name: Annotated[str, typer.Argument(help="A name for the key (who or what uses it).")],
+    sources: Annotated[Optional[str], typer.Option("--sources", help="Comma-separated sources it may read (default: all).")] = None,
+    admin: Annotated[bool, typer.Option("--admin", help="It may also ingest and remove sources.")] = False,
+) -> None:
+    """Create a key and print it once, alone on the last line (only its hash is kept)."""
+    from .core import Pgcite
+
+    scope = [s.strip() for s in sources.split(",") if s.strip()] if sources is not None else None
+    if scope is not None and not scope:
+        raise typer.BadParameter("name at least one source", param_hint="--sources")
+    with Pgcite(_settings()) as app:
+        known = {s.name for s in app.sources()}
+        key = app.create_key(name, sources=scope, admin=admin)
+    for missing in sorted(set(scope or ()) - known):
+        err.print(f"[yellow]note:[/] no source {escape(missing)!r} yet; the key will read it once it is ingested")
+    err.print(f"created key {escape(repr(name))} ({'admin, ' if admin else ''}reads "
+              f"{escape(', '.join(scope)) if scope else 'every source'}); it is shown this once:")
+    print(key)
+
+
+@keys_app.command("list")
+def keys_list(as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False) -> None:
+    """The keys, without their secrets."""
+    from . import shapes
+    from .core import Pgcite
+
+    with Pgcite(_settings()) as app:
+        rows = app.keys()
+    if as_json:
+        print(json.dumps({"keys": [shapes.key(k) for k in rows]}, ensure_ascii=False))
+        return
+    if not rows:
+        out.print("No keys: reads are open and writes are off. Create one with `pgcite keys create NAME`.")
+    for k in rows:
+        scope = ", ".join(k.sources) if k.sources is not None else "every source"
+        out.print(f"[bold]{escape(k.name)}[/]  {'admin' if k.admin else 'read'}  {escape(scope)}  created {k.created_at}"
+                  + ("  [red]revoked[/]" if k.revoked else ""))
+
+
+@keys_app.command("revoke")
+def keys_revoke(name: Annotated[str, typer.Argument(help="The key to revoke.")]) -> None:
+    """Revoke a key: requests with it are refused from now on."""
+    from .core import Pgcite
+
+    with Pgcite(_settings()) as app:
+        app.revoke_key(name)
+    out.print(f"revoked key {escape(repr(name))}")
 
 
 @app.command()

@@ -61,6 +61,11 @@ class Settings:
     chat_context_tokens: int = 3000
     # Qwen3-style reasoning models: send chat_template_kwargs {enable_thinking: false}.
     chat_disable_thinking: bool = False
+    # The server: requests a minute per API key (per client address without one), 0 for no
+    # limit; the largest request body, and the largest zip an ingest may upload.
+    serve_rate_limit: int = 0
+    serve_max_request_bytes: int = 1_000_000
+    serve_max_upload_bytes: int = 200_000_000
 
 
 _ENV_PREFIX = "PGCITE_"

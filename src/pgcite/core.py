@@ -15,6 +15,7 @@ from typing import Iterator, Sequence
 import numpy as np
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from . import access
 from .answer import Answer, AnswerEvent, ask_stream
 from .config import Settings
 from .embedding import Embedder, make_embedder
@@ -23,6 +24,7 @@ from .generation import ChatGenerator, GenerationError, Generator
 from .ingest import IngestReport, Progress, open_location
 from .retrieval import DEFAULT_MAX_DISTANCE, search
 from .store import SourceInfo, Store
+from .store import keys as key_store
 from .vocabulary import SearchFilter, SearchHit
 
 
@@ -189,15 +191,22 @@ class Pgcite:
     def ingest(self, location: str, *, source: str, base_url: str = "", exclude: Sequence[str] = (),
                version: str = "", site: str | None = None, route_base: str | None = None,
                include_root: str | None = None, chunk_tokens: int | None = None,
-               progress: Progress | None = None) -> IngestReport:
+               progress: Progress | None = None, embedder: Embedder | None = None) -> IngestReport:
+        """embedder: another than the query path's (the server's ingest jobs have their own)."""
         from .ingest import ingest
 
         settings = self.settings if chunk_tokens is None else dataclasses.replace(self.settings, chunk_tokens=chunk_tokens)
         reader = open_location(location, settings, exclude, include_root=include_root)
         with self.writer() as store:
             return ingest(reader, source_name=source, base_url=base_url, settings=settings, store=store,
-                          embedder=self.embedder, version=version, site=site, route_base=route_base,
+                          embedder=embedder or self.embedder, version=version, site=site, route_base=route_base,
                           progress=progress)
+
+    def source(self, name: str, allowed: Sequence[str] | None = None) -> SourceInfo:
+        found = [s for s in self.sources(allowed) if s.name == name]
+        if not found:
+            raise _no_source(name)
+        return found[0]
 
     def sources(self, allowed: Sequence[str] | None = None) -> list[SourceInfo]:
         with self.reader() as store:
@@ -206,13 +215,40 @@ class Pgcite:
 
     def require_source(self, name: str | None, allowed: Sequence[str] | None = None) -> None:
         """Fail with not_found unless `name` (when given) is a source the caller may read."""
-        if name is not None and name not in {s.name for s in self.sources(allowed)}:
-            raise _no_source(name)
+        if name is not None:
+            self.source(name, allowed)
 
     def remove_source(self, name: str) -> None:
         with self.writer() as store:
             if not store.remove_source(name):
                 raise _no_source(name)
+
+    # --- API keys ---------------------------------------------------------------------------
+
+    def create_key(self, name: str, *, sources: Sequence[str] | None = None, admin: bool = False) -> str:
+        """A new key, returned once: only its hash is stored."""
+        access.check_key_name(name)
+        key = access.new_key()
+        with self.writer() as store:
+            key_store.add_key(store, name, access.hash_key(key), sources, admin)
+        return key
+
+    def keys(self) -> list[key_store.ApiKey]:
+        with self.reader() as store:
+            return key_store.list_keys(store)
+
+    def revoke_key(self, name: str) -> None:
+        with self.writer() as store:
+            if not key_store.revoke_key(store, name):
+                raise PgciteError(f"no live key named {name!r}; `pgcite keys list` shows them", kind="not_found")
+
+    def caller(self, authorization: str | None, *, write: bool = False) -> access.Caller:
+        """Who sent a request with this Authorization header, and what it may do (or an
+        unauthorized / forbidden error)."""
+        key = access.bearer(authorization)
+        with self.reader() as store:
+            policy = key_store.key_policy(store, access.hash_key(key) if key else None)
+        return access.writer(policy, key is not None) if write else access.reader(policy, key is not None)
 
     def status(self) -> Status:
         with self.reader() as store:

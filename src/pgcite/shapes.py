@@ -8,6 +8,7 @@ import dataclasses
 
 from .answer import Answer
 from .store import SourceInfo
+from .store.keys import ApiKey
 from .vocabulary import Dropped, Passage, SearchHit
 
 
@@ -44,3 +45,7 @@ def answer(a: Answer) -> dict:
 
 def source(s: SourceInfo) -> dict:
     return dict(dataclasses.asdict(s), versions=list(s.versions))
+
+
+def key(k: ApiKey) -> dict:
+    return dict(dataclasses.asdict(k), sources=list(k.sources) if k.sources is not None else None)

@@ -110,4 +110,16 @@ MIGRATIONS: list[str] = [
     ALTER TABLE documents ADD COLUMN kind text NOT NULL DEFAULT 'page';
     ALTER TABLE documents ADD COLUMN includes text[] NOT NULL DEFAULT '{}';  -- files the page includes
     """,
+    # 6: API keys for `pgcite serve`: only a SHA-256 of each key is kept (keys are random, 256
+    # bits); `sources` NULL reads every source; a revoked key stays listed.
+    """
+    CREATE TABLE api_keys (
+        name        text PRIMARY KEY,
+        key_hash    bytea NOT NULL UNIQUE,
+        sources     text[],
+        admin       boolean NOT NULL DEFAULT false,
+        created_at  timestamptz NOT NULL DEFAULT now(),
+        revoked_at  timestamptz
+    );
+    """,
 ]

@@ -1,0 +1,95 @@
+"""Limits of the HTTP server: the size of a request body, and requests a minute per caller."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections import deque
+
+from .errors import PgciteError
+
+
+class BodyLimit:
+    """ASGI middleware: a body over the limit gets 413, whether its Content-Length says so up front
+    or a chunked body runs past it. Paths ending in one of `upload_suffixes` may be larger."""
+
+    def __init__(self, app, *, limit: int, upload_limit: int, upload_suffixes: tuple[str, ...]) -> None:
+        self.app, self.limit, self.upload_limit, self.upload_suffixes = app, limit, upload_limit, upload_suffixes
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.upload_limit if scope["path"].endswith(self.upload_suffixes) else self.limit
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            await _reply_too_large(send, limit)
+            return
+        seen, over, started = 0, False, False
+
+        async def counted_receive():
+            nonlocal seen, over
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    over = True
+                    raise too_large(limit)
+            return message
+
+        async def guarded_send(message) -> None:
+            nonlocal started
+            if over:  # whatever the app makes of the cut-off body, the answer is 413
+                return
+            started = True
+            await send(message)
+
+        await self.app(scope, counted_receive, guarded_send)
+        if over and not started:
+            await _reply_too_large(send, limit)
+
+
+def too_large(limit: int) -> PgciteError:
+    return PgciteError(f"the request body is over {limit:,} bytes; send less", kind="too_large")
+
+
+async def _reply_too_large(send, limit: int) -> None:
+    body = json.dumps({"error": {"message": str(too_large(limit)), "type": "too_large", "code": "too_large"}}).encode()
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class RateLimit:
+    """At most `per_minute` requests in any 60 s per caller (0: no limit); over it, 429 with
+    Retry-After in seconds."""
+
+    WINDOW = 60.0
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._seen: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def check(self, caller: str) -> None:
+        if self.per_minute <= 0:
+            return
+        now = time.monotonic()
+        with self._lock:
+            times = self._seen.setdefault(caller, deque())
+            while times and times[0] <= now - self.WINDOW:
+                times.popleft()
+            if len(times) >= self.per_minute:
+                wait = math.ceil(times[0] + self.WINDOW - now)
+                raise RateLimited(f"over {self.per_minute} requests a minute; try again in {wait} s", wait)
+            times.append(now)
+
+
+class RateLimited(PgciteError):
+    kind = "rate_limited"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -1,0 +1,65 @@
+"""The SQL of API keys (table api_keys, migration 6)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from psycopg import errors as pgerrors
+
+from ..errors import PgciteError
+from .database import Store
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    name: str
+    sources: tuple[str, ...] | None  # None: every source
+    admin: bool
+    created_at: str = ""
+    revoked: bool = False
+
+
+@dataclass(frozen=True)
+class KeyPolicy:
+    key: ApiKey | None  # the presented key, when it is a live one
+    reads_need_key: bool  # some live key is not an admin key
+    writes_on: bool  # some live admin key exists
+
+
+def add_key(store: Store, name: str, key_hash: bytes, sources: Sequence[str] | None, admin: bool) -> None:
+    try:
+        store.conn.execute("INSERT INTO api_keys (name, key_hash, sources, admin) VALUES (%s, %s, %s, %s)",
+                           (name, key_hash, list(sources) if sources is not None else None, admin))
+    except pgerrors.UniqueViolation:
+        raise PgciteError(f"a key named {name!r} exists already; revoke it or choose another name",
+                          kind="conflict") from None
+
+
+def list_keys(store: Store) -> list[ApiKey]:
+    rows = store.conn.execute(
+        """SELECT name, sources, admin, to_char(created_at, 'YYYY-MM-DD HH24:MI:SS'), revoked_at IS NOT NULL
+           FROM api_keys ORDER BY name"""
+    ).fetchall()
+    return [ApiKey(name, tuple(sources) if sources is not None else None, admin, created, revoked)
+            for name, sources, admin, created, revoked in rows]
+
+
+def revoke_key(store: Store, name: str) -> bool:
+    return store.conn.execute(
+        "UPDATE api_keys SET revoked_at = now() WHERE name = %s AND revoked_at IS NULL", (name,)
+    ).rowcount > 0
+
+
+def key_policy(store: Store, key_hash: bytes | None) -> KeyPolicy:
+    row = store.conn.execute(
+        """SELECT k.name, k.sources, k.admin,
+                  EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL AND NOT admin),
+                  EXISTS (SELECT 1 FROM api_keys WHERE revoked_at IS NULL AND admin)
+           FROM (SELECT 1) one
+           LEFT JOIN api_keys k ON k.key_hash = %s AND k.revoked_at IS NULL""",
+        (key_hash,),
+    ).fetchone()
+    name, sources, admin, reads_need_key, writes_on = row
+    key = ApiKey(name, tuple(sources) if sources is not None else None, admin) if name is not None else None
+    return KeyPolicy(key, reads_need_key, writes_on)

@@ -1,0 +1,229 @@
+"""Who may read and write over HTTP: keys, scopes, admin writes and ingest jobs, body limits and
+rate limits, against a real server on loopback."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import openai
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from pgcite.config import Settings
+from pgcite.core import Pgcite
+from tests.conftest import _drop_database, _fresh_database
+from tests.http_server import running
+
+pytestmark = pytest.mark.slow
+
+ALPHA = {"alpha.md": "# Alpha Widgets\n\n## Spin rate\n\nThe default spin rate is 40 turns per second.\n"}
+# Every word of beta's is its own: none may reach a caller scoped to alpha.
+BETA = {"beta.md": "# Zephyrine Gearbox\n\n## Lubrication\n\nGrease the zephyrine gearbox with quokkalube every "
+                   "17 fortnights; the default spin rate of a gearbox is 12 turns per second.\n"}
+BETA_MARKERS = ("Zephyrine", "zephyrine", "quokkalube", "fortnights", "beta.md")
+
+
+def _folder(root: Path, docs: dict[str, str]) -> str:
+    root.mkdir()
+    for name, text in docs.items():
+        (root / name).write_text(text)
+    return str(root)
+
+
+def _zip(docs: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        for name, text in docs.items():
+            z.writestr(name, text)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def core(admin_dsn: str, embedder, tmp_path_factory):
+    name = _fresh_database(admin_dsn)
+    tmp = tmp_path_factory.mktemp("access")
+    settings = Settings(home=tmp / "home", database_url=make_conninfo(admin_dsn, dbname=name),
+                        serve_max_request_bytes=10_000, serve_max_upload_bytes=200_000)
+    with Pgcite(settings, embedder=embedder) as app:
+        app.ingest(_folder(tmp / "alpha", ALPHA), source="alpha")
+        app.ingest(_folder(tmp / "beta", BETA), source="beta")
+        app.warm_up()
+        yield app
+    _drop_database(admin_dsn, name)
+
+
+@pytest.fixture(scope="module")
+def base(core: Pgcite):
+    with running(core) as url:
+        yield url
+
+
+def call(base: str, path: str, body: dict | bytes | None = None, *, key: str | None = None,
+         method: str | None = None, headers: dict | None = None) -> tuple[int, dict, str]:
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    sent = {**({"Content-Type": "application/json"} if isinstance(body, dict) else {}),
+            **({"Authorization": f"Bearer {key}"} if key else {}), **(headers or {})}
+    request = urllib.request.Request(base + path, data=data, method=method, headers=sent)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            text = response.read().decode()
+            return response.status, json.loads(text) if "json" in response.headers["Content-Type"] else {}, text
+    except urllib.error.HTTPError as exc:
+        text = exc.read().decode()
+        return exc.code, {**json.loads(text), "_headers": exc.headers}, text
+
+
+def test_without_keys_reads_are_open_and_writes_are_off(base: str, core: Pgcite):
+    assert not core.keys()
+    status, body, _ = call(base, "/v1/sources", key="anything")  # OpenAI clients always send a key
+    assert status == 200 and {s["name"] for s in body["sources"]} == {"alpha", "beta"}
+    status, body, _ = call(base, "/v1/sources/alpha", method="DELETE")
+    assert status == 403 and "writes are off" in body["error"]["message"]
+
+
+@pytest.fixture(scope="module")
+def keys(core: Pgcite, base: str):
+    made = {"alpha": core.create_key("alpha-reader", sources=["alpha"]),
+            "admin": core.create_key("ops", admin=True)}
+    yield made
+    for name in ("alpha-reader", "ops"):
+        core.revoke_key(name)
+
+
+def test_once_a_read_key_exists_reads_need_one(base: str, keys: dict):
+    status, body, _ = call(base, "/v1/search?q=spin+rate")
+    assert status == 401 and body["_headers"]["WWW-Authenticate"] == "Bearer"
+    status, body, _ = call(base, "/v1/search?q=spin+rate", key="pgc_not-a-key")
+    assert status == 401 and "not valid" in body["error"]["message"]
+    assert call(base, "/healthz")[0] == 200  # probes need no key
+
+
+def test_a_scoped_key_never_sees_another_source(base: str, keys: dict):
+    key = keys["alpha"]
+    question = "What is the default spin rate of a zephyrine gearbox lubricated with quokkalube?"
+    client = openai.OpenAI(base_url=base + "/v1", api_key=key)
+    texts = [
+        call(base, "/v1/sources", key=key)[2],
+        call(base, "/v1/search?q=" + urllib.request.quote(question) + "&k=10", key=key)[2],
+        call(base, "/v1/ask", {"question": question}, key=key)[2],
+        call(base, "/v1/ask", {"question": question, "stream": True}, key=key)[2],
+        client.chat.completions.create(model="pgcite", messages=[{"role": "user", "content": question}]).to_json(),
+        "".join(c.to_json() for c in client.chat.completions.create(
+            model="pgcite", stream=True, messages=[{"role": "user", "content": question}])),
+        json.dumps([m.id for m in client.models.list()]),
+    ]
+    for text in texts:
+        text = text.replace(question, "")  # the caller's own words come back as the question
+        assert not [m for m in BETA_MARKERS if m in text], text[:500]
+    assert "alpha" in texts[0] and '"beta"' not in texts[0]
+    assert json.loads(texts[6]) == ["pgcite", "pgcite:alpha"]
+    for path in ("/v1/search?q=gearbox&source=beta", "/v1/search?q=gearbox&source=nope"):
+        status, body, _ = call(base, path, key=key)
+        assert status == 404 and body["error"]["type"] == "not_found"  # the same for hidden and absent
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model="pgcite:beta", messages=[{"role": "user", "content": question}])
+    status, body, _ = call(base, "/v1/search?q=gearbox&k=10", key=keys["admin"])
+    assert status == 200 and any(r["source"] == "beta" for r in body["results"])  # an admin key reads all
+
+
+def test_a_read_key_may_not_write(base: str, keys: dict):
+    status, body, _ = call(base, "/v1/sources/alpha", key=keys["alpha"], method="DELETE")
+    assert status == 403 and "may only read" in body["error"]["message"]
+
+
+def test_an_admin_ingests_a_zip_as_a_job_while_searches_go_on(base: str, keys: dict):
+    docs = {f"page{n}.md": f"# Page {n}\n\n## Detail {n}\n\nThe marmalade setting {n} is {n * 7} grams.\n"
+            for n in range(40)}
+    status, body, _ = call(base, "/v1/sources/jam/ingest?base_url=https://jam.dev/", _zip(docs), key=keys["admin"],
+                           headers={"Content-Type": "application/zip"})
+    assert status == 202, body
+    job = body["job"]
+    assert job["source"] == "jam" and job["state"] in ("queued", "running")
+    searched_while_running = 0
+    deadline = time.monotonic() + 120
+    while job["state"] in ("queued", "running") and time.monotonic() < deadline:
+        status, _, _ = call(base, "/v1/search?q=spin+rate&source=alpha", key=keys["alpha"])
+        assert status == 200
+        status, body, _ = call(base, f"/v1/jobs/{job['id']}", key=keys["admin"])
+        searched_while_running += body["job"]["state"] == "running"
+        job = body["job"]
+    assert job["state"] == "done", job
+    assert job["files_read"] == 40 and "40 new" in job["summary"]
+    assert searched_while_running >= 1  # a search was answered while the ingest ran
+    status, body, _ = call(base, "/v1/search?q=marmalade+setting+12&source=jam&k=1", key=keys["admin"])
+    assert body["results"][0]["url"].startswith("https://jam.dev/")
+
+    status, body, _ = call(base, "/v1/sources/jam", key=keys["admin"], method="DELETE")
+    assert status == 200 and body == {"removed": "jam"}
+    status, body, _ = call(base, "/v1/sources/jam", key=keys["admin"], method="DELETE")
+    assert status == 404
+
+
+def test_ingest_refuses_what_is_not_a_zip_and_unknown_jobs(base: str, keys: dict):
+    status, body, _ = call(base, "/v1/sources/jam/ingest", b"# not a zip\n", key=keys["admin"])
+    assert status == 400 and "not a zip" in body["error"]["message"]
+    status, body, _ = call(base, "/v1/sources/nothing/ingest", b"", key=keys["admin"])
+    assert status == 404  # no body: read an existing source again, and there is none
+    assert call(base, "/v1/jobs/feedface", key=keys["admin"])[0] == 404
+
+
+def test_a_revoked_key_is_refused(base: str, core: Pgcite, keys: dict):
+    key = core.create_key("short-lived", sources=["alpha"])
+    assert call(base, "/v1/sources", key=key)[0] == 200
+    core.revoke_key("short-lived")
+    assert call(base, "/v1/sources", key=key)[0] == 401
+
+
+def test_oversize_bodies_get_413(base: str, keys: dict):
+    big = {"question": "spin? " + "x" * 20_000}
+    status, body, _ = call(base, "/v1/ask", big, key=keys["alpha"])
+    assert status == 413 and body["error"]["type"] == "too_large"
+    chunked = urllib.request.Request(base + "/v1/ask", data=iter([json.dumps(big).encode()]), headers={
+        "Content-Type": "application/json", "Authorization": f"Bearer {keys['alpha']}", "Transfer-Encoding": "chunked"})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(chunked, timeout=30)
+    assert caught.value.code == 413
+    status, body, _ = call(base, "/v1/sources/jam/ingest", b"PK\x03\x04" + b"\0" * 300_000, key=keys["admin"])
+    assert status == 413
+
+
+def test_a_caller_over_the_rate_limit_gets_429_with_retry_after(core: Pgcite, embedder, keys: dict):
+    limited = Pgcite(dataclasses.replace(core.settings, serve_rate_limit=3), embedder=embedder)
+    with limited, running(limited) as url:
+        statuses = [call(url, "/v1/sources", key=keys["alpha"])[0] for _ in range(3)]
+        status, body, _ = call(url, "/v1/sources", key=keys["alpha"])
+        other = call(url, "/v1/sources", key=keys["admin"])[0]  # each key has its own allowance
+        refused = [call(url, "/v1/sources", key="pgc_guess")[0] for _ in range(4)]
+    assert statuses == [200, 200, 200] and other == 200
+    assert status == 429 and 1 <= int(body["_headers"]["Retry-After"]) <= 60
+    assert refused == [401, 401, 401, 429]  # guessing keys is limited too
+
+
+def test_keys_from_the_command_line(core: Pgcite):
+    env = {**os.environ, "PGCITE_DATABASE_URL": core.settings.database_url, "PGCITE_HOME": str(core.settings.home)}
+    run = lambda *args: subprocess.run([sys.executable, "-m", "pgcite", "keys", *args], env=env,  # noqa: E731
+                                       capture_output=True, text=True, timeout=60)
+    made = run("create", "ci-bot", "--sources", "alpha,gamma")
+    assert made.returncode == 0, made.stderr
+    key = made.stdout.splitlines()[-1]
+    assert key.startswith("pgc_") and len(key) > 40 and "gamma" in made.stderr  # not ingested yet: said
+    assert core.caller(f"Bearer {key}").sources == ("alpha", "gamma")
+    listed = json.loads(run("list", "--json").stdout)["keys"]
+    assert {"name": "ci-bot", "sources": ["alpha", "gamma"], "admin": False} .items() <= [
+        k for k in listed if k["name"] == "ci-bot"][0].items()
+    assert key not in run("list").stdout
+    assert run("create", "ci-bot").returncode == 1  # the name is taken
+    assert run("revoke", "ci-bot").returncode == 0
+    again = run("revoke", "ci-bot")
+    assert again.returncode == 1 and "no live key" in again.stderr and "Traceback" not in again.stderr
