@@ -22,6 +22,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Cited answers from your documentation.")
 sources_app = typer.Typer(help="List or remove ingested sources.", invoke_without_command=True)
 app.add_typer(sources_app, name="sources")
+db_app = typer.Typer(help="The database: roles for least privilege.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
 keys_app = typer.Typer(help="API keys for `pgcite serve`: create, list, revoke.", no_args_is_help=True)
 app.add_typer(keys_app, name="keys")
 
@@ -322,6 +324,30 @@ def keys_revoke(name: Annotated[str, typer.Argument(help="The key to revoke.")])
     with Pgcite(_settings()) as app:
         app.revoke_key(name)
     out.print(f"revoked key {escape(repr(name))}")
+
+
+@db_app.command("roles")
+def db_roles(
+    apply: Annotated[bool, typer.Option("--apply", help="Run the SQL (as PGCITE_DATABASE_URL's role) instead of printing it.")] = False,
+    writer: Annotated[str, typer.Option("--writer", help="Name of the login role that ingests.")] = "pgcite_writer",
+    query: Annotated[str, typer.Option("--query", help="Name of the read-only login role of the query path.")] = "pgcite_query",
+) -> None:
+    """Make a writing login role and a read-only one on your PostgreSQL (run before the first ingest)."""
+    from .store.roles import apply_roles, plan_roles
+
+    settings = _settings()
+    if not settings.database_url:
+        raise PgciteError("set PGCITE_DATABASE_URL to your server (as a superuser or a role with CREATEROLE); "
+                          "the embedded server needs no roles")
+    plan = plan_roles(settings.database_url, writer, query)
+    if not apply:
+        print("\n".join(f"{s.as_string()};" for s in plan.statements))
+        print(f"-- then: PGCITE_DATABASE_URL={plan.writer_url}\n-- and:  PGCITE_QUERY_DATABASE_URL={plan.query_url}")
+        return
+    apply_roles(settings.database_url, plan)
+    err.print(f"made roles {escape(writer)} (writes) and {escape(query)} (reads only); connect with:")
+    print(f"PGCITE_DATABASE_URL={plan.writer_url}")
+    print(f"PGCITE_QUERY_DATABASE_URL={plan.query_url}")
 
 
 @app.command()

@@ -25,6 +25,9 @@ class Settings:
     home: Path = Path(platformdirs.user_data_dir("pgcite"))
     # An existing PostgreSQL server with pgvector; empty means the embedded one.
     database_url: str = ""
+    # The query path's connection (a read-only login role, see `pgcite db roles`); empty: the
+    # database_url's, with read-only transactions.
+    query_database_url: str = ""
     # Embeddings: the bundled local model, or any OpenAI-compatible /v1/embeddings server.
     embedding_model: str = LOCAL_MODEL
     embedding_url: str = ""

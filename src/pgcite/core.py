@@ -91,8 +91,11 @@ class Pgcite:
         # Connecting once up front gives the clear one-line errors of Store.open (and migrates).
         with Store.open(settings, read_only=True) as store:
             self.where = store.where
-            self._dsn = store.conn.info.dsn
-            self._password = store.conn.info.password
+            self._dsn, self._password = store.conn.info.dsn, store.conn.info.password
+        if settings.query_database_url:  # the query path logs in as its own read-only role
+            with Store.open(dataclasses.replace(settings, database_url=settings.query_database_url),
+                            read_only=True) as store:
+                self._dsn, self._password = store.conn.info.dsn, store.conn.info.password
         self._pool: ConnectionPool | None = None
         self._embedder: Embedder | None = _Serialised(embedder) if embedder is not None else None
         self._generator = generator
