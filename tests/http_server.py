@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import threading
 import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from email.message import Message
 from typing import Iterator
 
 import uvicorn
@@ -34,3 +39,26 @@ def running(core: Pgcite) -> Iterator[str]:
         server.should_exit = True
         thread.join(10)
         sock.close()
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    body: dict  # the JSON body ({} when it is not JSON)
+    text: str
+    headers: Message
+
+
+def call(base: str, path: str, body: dict | bytes | None = None, *, key: str | None = None,
+         method: str | None = None, headers: dict | None = None) -> Reply:
+    """One request: a dict body is sent as JSON, bytes as they are; `key` as a bearer token."""
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    sent = {**({"Content-Type": "application/json"} if isinstance(body, dict) else {}),
+            **({"Authorization": f"Bearer {key}"} if key else {}), **(headers or {})}
+    request = urllib.request.Request(base + path, data=data, method=method, headers=sent)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            status, text, got = response.status, response.read().decode(), response.headers
+    except urllib.error.HTTPError as exc:
+        status, text, got = exc.code, exc.read().decode(), exc.headers
+    return Reply(status, json.loads(text) if "json" in (got["Content-Type"] or "") else {}, text, got)

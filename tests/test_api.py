@@ -20,17 +20,12 @@ from pgcite.generation import ChatGenerator
 from pgcite.vocabulary import REFUSAL, SearchFilter
 from tests.conftest import _drop_database, _fresh_database
 from tests.fake_openai import FakeOpenAI, Reply
-from tests.http_server import running
+from tests.test_ask import DOCS as WIDGETS
+from tests.http_server import call, running
 
 pytestmark = pytest.mark.slow
 
-DOCS = {
-    "install.md": "# Installing Widgets\n\n## Requirements\n\nWidgets need Python 3.11 and 2 GB of disk.\n\n"
-                  "## Install command\n\nRun `pip install widgets` on every node, then `widgets init`.\n",
-    "tuning.md": "# Tuning\n\n## Spin rate\n\nSet `spin_rate` to control speed. The default is 40 turns per second. "
-                 "Never exceed 90 turns per second.\n",
-    "support.md": "# Support\n\n## Contact\n\nWrite to help@widgets.dev or open an issue at https://widgets.dev/issues.\n",
-}
+DOCS = {name: text for name, text in WIDGETS.items() if name != "billing.md"}  # no planted injection here
 GADGETS = {"gadgets.md": "# Gadgets\n\n## Charging\n\nA gadget charges in 3 hours from a USB-C port.\n"}
 
 
@@ -60,17 +55,6 @@ def base(core: Pgcite):
         yield url
 
 
-def call(base: str, path: str, body: dict | bytes | None = None, method: str | None = None) -> tuple[int, dict]:
-    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
-    request = urllib.request.Request(base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"} if data is not None else {})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
-
-
 def events(base: str, path: str, body: dict) -> tuple[str, list[tuple[str, dict | str]]]:
     """The (event, data) pairs of a Server-Sent Events response, in order, and its content type."""
     request = urllib.request.Request(base + path, data=json.dumps(body).encode(),
@@ -91,16 +75,19 @@ def events(base: str, path: str, body: dict) -> tuple[str, list[tuple[str, dict 
 
 
 def test_health_readiness_and_openapi(base: str):
-    assert call(base, "/healthz") == (200, {"status": "ok"})
-    status, ready = call(base, "/readyz")
-    assert status == 200 and ready["checks"] == {"database": True, "schema": True, "model": True}
-    status, schema = call(base, "/openapi.json")
-    assert status == 200 and {"/v1/search", "/v1/ask", "/v1/chat/completions", "/v1/models"} <= set(schema["paths"])
+    health = call(base, "/healthz")
+    assert (health.status, health.body) == (200, {"status": "ok"})
+    ready = call(base, "/readyz")
+    assert ready.status == 200 and ready.body["checks"] == {"database": True, "schema": True, "model": True}
+    schema = call(base, "/openapi.json")
+    assert schema.status == 200
+    assert {"/v1/search", "/v1/ask", "/v1/chat/completions", "/v1/models"} <= set(schema.body["paths"])
 
 
 def test_search_is_the_search_json_object(base: str, core: Pgcite):
-    status, body = call(base, "/v1/search?q=What+is+the+default+spin+rate%3F&k=2&source=w")
-    assert status == 200
+    reply = call(base, "/v1/search?q=What+is+the+default+spin+rate%3F&k=2&source=w")
+    body = reply.body
+    assert reply.status == 200
     expected = shapes.search("What is the default spin rate?", core.search(
         "What is the default spin rate?", k=2, filters=SearchFilter(source="w")))
     assert body == json.loads(json.dumps(expected))
@@ -108,15 +95,16 @@ def test_search_is_the_search_json_object(base: str, core: Pgcite):
 
 
 def test_sources_lists_what_was_ingested(base: str):
-    status, body = call(base, "/v1/sources")
-    assert status == 200
-    assert {(s["name"], s["documents"]) for s in body["sources"]} == {("w", 3), ("g", 1)}
+    reply = call(base, "/v1/sources")
+    assert reply.status == 200
+    assert {(s["name"], s["documents"]) for s in reply.body["sources"]} == {("w", 3), ("g", 1)}
 
 
 def test_ask_answers_with_citations_and_streams_events_in_order(base: str):
     question = {"question": "What is the default spin rate?", "source": "w"}
-    status, answer = call(base, "/v1/ask", question)
-    assert status == 200 and not answer["refused"] and answer["citations"]
+    reply = call(base, "/v1/ask", question)
+    answer = reply.body
+    assert reply.status == 200 and not answer["refused"] and answer["citations"]
     assert "40 turns per second" in answer["answer"]
     assert answer["sources"][0]["path"] == "tuning.md"
 
@@ -131,8 +119,8 @@ def test_ask_answers_with_citations_and_streams_events_in_order(base: str):
 
 
 def test_an_off_topic_question_is_refused(base: str):
-    status, answer = call(base, "/v1/ask", {"question": "Who wrote Hamlet?"})
-    assert status == 200 and answer["refused"] and answer["answer"] == REFUSAL
+    reply = call(base, "/v1/ask", {"question": "Who wrote Hamlet?"})
+    assert reply.status == 200 and reply.body["refused"] and reply.body["answer"] == REFUSAL
 
 
 @pytest.mark.parametrize("path, body, status, kind", [
@@ -150,15 +138,16 @@ def test_an_off_topic_question_is_refused(base: str):
     ("/v1/nothing-here", None, 404, "not_found"),
 ])
 def test_bad_requests_get_one_line_json_errors(base: str, path: str, body, status: int, kind: str):
-    got, error = call(base, path, body)
-    assert got == status, error
-    assert error["error"]["type"] == kind and error["error"]["code"] == kind
-    assert "\n" not in error["error"]["message"] and error["error"]["message"]
+    reply = call(base, path, body)
+    error = reply.body["error"]
+    assert reply.status == status, error
+    assert error["type"] == kind and error["code"] == kind
+    assert "\n" not in error["message"] and error["message"]
 
 
 def test_a_wrong_method_is_json_too(base: str):
-    status, error = call(base, "/v1/ask", method="GET")
-    assert status == 405 and error["error"]["type"] == "method_not_allowed"
+    reply = call(base, "/v1/ask", method="GET")
+    assert reply.status == 405 and reply.body["error"]["type"] == "method_not_allowed"
 
 
 def test_models_list_one_per_source_and_one_for_all(base: str):
@@ -235,11 +224,11 @@ def test_chat_follow_up_is_asked_with_the_question_before_it(base: str):
 
 
 def test_chat_rejects_a_conversation_that_does_not_end_with_the_user(base: str):
-    status, error = call(base, "/v1/chat/completions", {"model": "pgcite", "messages": [
+    ends_with_assistant = call(base, "/v1/chat/completions", {"model": "pgcite", "messages": [
         {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]})
-    assert status == 400 and "last message" in error["error"]["message"]
-    status, error = call(base, "/v1/chat/completions", {"model": "pgcite", "messages": []})
-    assert status == 422 and error["error"]["type"] == "invalid_request"
+    assert ends_with_assistant.status == 400 and "last message" in ends_with_assistant.body["error"]["message"]
+    empty = call(base, "/v1/chat/completions", {"model": "pgcite", "messages": []})
+    assert empty.status == 422 and empty.body["error"]["type"] == "invalid_request"
 
 
 def test_temperature_and_max_tokens_are_passed_to_the_chat_model(core: Pgcite, embedder):

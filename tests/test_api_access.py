@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -23,7 +22,7 @@ from psycopg.conninfo import make_conninfo
 from pgcite.config import Settings
 from pgcite.core import Pgcite
 from tests.conftest import _drop_database, _fresh_database
-from tests.http_server import running
+from tests.http_server import call, running
 
 pytestmark = pytest.mark.slow
 
@@ -69,27 +68,12 @@ def base(core: Pgcite):
         yield url
 
 
-def call(base: str, path: str, body: dict | bytes | None = None, *, key: str | None = None,
-         method: str | None = None, headers: dict | None = None) -> tuple[int, dict, str]:
-    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
-    sent = {**({"Content-Type": "application/json"} if isinstance(body, dict) else {}),
-            **({"Authorization": f"Bearer {key}"} if key else {}), **(headers or {})}
-    request = urllib.request.Request(base + path, data=data, method=method, headers=sent)
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            text = response.read().decode()
-            return response.status, json.loads(text) if "json" in response.headers["Content-Type"] else {}, text
-    except urllib.error.HTTPError as exc:
-        text = exc.read().decode()
-        return exc.code, {**json.loads(text), "_headers": exc.headers}, text
-
-
 def test_without_keys_reads_are_open_and_writes_are_off(base: str, core: Pgcite):
     assert not core.keys()
-    status, body, _ = call(base, "/v1/sources", key="anything")  # OpenAI clients always send a key
-    assert status == 200 and {s["name"] for s in body["sources"]} == {"alpha", "beta"}
-    status, body, _ = call(base, "/v1/sources/alpha", method="DELETE")
-    assert status == 403 and "writes are off" in body["error"]["message"]
+    listed = call(base, "/v1/sources", key="anything")  # OpenAI clients always send a key
+    assert listed.status == 200 and {s["name"] for s in listed.body["sources"]} == {"alpha", "beta"}
+    removal = call(base, "/v1/sources/alpha", method="DELETE")
+    assert removal.status == 403 and "writes are off" in removal.body["error"]["message"]
 
 
 @pytest.fixture(scope="module")
@@ -102,11 +86,11 @@ def keys(core: Pgcite, base: str):
 
 
 def test_once_a_read_key_exists_reads_need_one(base: str, keys: dict):
-    status, body, _ = call(base, "/v1/search?q=spin+rate")
-    assert status == 401 and body["_headers"]["WWW-Authenticate"] == "Bearer"
-    status, body, _ = call(base, "/v1/search?q=spin+rate", key="pgc_not-a-key")
-    assert status == 401 and "not valid" in body["error"]["message"]
-    assert call(base, "/healthz")[0] == 200  # probes need no key
+    anonymous = call(base, "/v1/search?q=spin+rate")
+    assert anonymous.status == 401 and anonymous.headers["WWW-Authenticate"] == "Bearer"
+    guessed = call(base, "/v1/search?q=spin+rate", key="pgc_not-a-key")
+    assert guessed.status == 401 and "not valid" in guessed.body["error"]["message"]
+    assert call(base, "/healthz").status == 200  # probes need no key
 
 
 def test_a_scoped_key_never_sees_another_source(base: str, keys: dict):
@@ -114,10 +98,10 @@ def test_a_scoped_key_never_sees_another_source(base: str, keys: dict):
     question = "What is the default spin rate of a zephyrine gearbox lubricated with quokkalube?"
     client = openai.OpenAI(base_url=base + "/v1", api_key=key)
     texts = [
-        call(base, "/v1/sources", key=key)[2],
-        call(base, "/v1/search?q=" + urllib.request.quote(question) + "&k=10", key=key)[2],
-        call(base, "/v1/ask", {"question": question}, key=key)[2],
-        call(base, "/v1/ask", {"question": question, "stream": True}, key=key)[2],
+        call(base, "/v1/sources", key=key).text,
+        call(base, "/v1/search?q=" + urllib.request.quote(question) + "&k=10", key=key).text,
+        call(base, "/v1/ask", {"question": question}, key=key).text,
+        call(base, "/v1/ask", {"question": question, "stream": True}, key=key).text,
         client.chat.completions.create(model="pgcite", messages=[{"role": "user", "content": question}]).to_json(),
         "".join(c.to_json() for c in client.chat.completions.create(
             model="pgcite", stream=True, messages=[{"role": "user", "content": question}])),
@@ -129,85 +113,81 @@ def test_a_scoped_key_never_sees_another_source(base: str, keys: dict):
     assert "alpha" in texts[0] and '"beta"' not in texts[0]
     assert json.loads(texts[6]) == ["pgcite", "pgcite:alpha"]
     for path in ("/v1/search?q=gearbox&source=beta", "/v1/search?q=gearbox&source=nope"):
-        status, body, _ = call(base, path, key=key)
-        assert status == 404 and body["error"]["type"] == "not_found"  # the same for hidden and absent
+        hidden = call(base, path, key=key)
+        assert hidden.status == 404 and hidden.body["error"]["type"] == "not_found"  # hidden reads as absent
     with pytest.raises(openai.NotFoundError):
         client.chat.completions.create(model="pgcite:beta", messages=[{"role": "user", "content": question}])
-    status, body, _ = call(base, "/v1/search?q=gearbox&k=10", key=keys["admin"])
-    assert status == 200 and any(r["source"] == "beta" for r in body["results"])  # an admin key reads all
+    everything = call(base, "/v1/search?q=gearbox&k=10", key=keys["admin"])
+    assert everything.status == 200 and any(r["source"] == "beta" for r in everything.body["results"])
 
 
 def test_a_read_key_may_not_write(base: str, keys: dict):
-    status, body, _ = call(base, "/v1/sources/alpha", key=keys["alpha"], method="DELETE")
-    assert status == 403 and "may only read" in body["error"]["message"]
+    removal = call(base, "/v1/sources/alpha", key=keys["alpha"], method="DELETE")
+    assert removal.status == 403 and "may only read" in removal.body["error"]["message"]
 
 
 def test_an_admin_ingests_a_zip_as_a_job_while_searches_go_on(base: str, keys: dict):
     docs = {f"page{n}.md": f"# Page {n}\n\n## Detail {n}\n\nThe marmalade setting {n} is {n * 7} grams.\n"
             for n in range(40)}
-    status, body, _ = call(base, "/v1/sources/jam/ingest?base_url=https://jam.dev/", _zip(docs), key=keys["admin"],
-                           headers={"Content-Type": "application/zip"})
-    assert status == 202, body
-    job = body["job"]
+    started = call(base, "/v1/sources/jam/ingest?base_url=https://jam.dev/", _zip(docs), key=keys["admin"],
+                   headers={"Content-Type": "application/zip"})
+    assert started.status == 202, started.body
+    job = started.body["job"]
     assert job["source"] == "jam" and job["state"] in ("queued", "running")
     searched_while_running = 0
     deadline = time.monotonic() + 120
     while job["state"] in ("queued", "running") and time.monotonic() < deadline:
-        status, _, _ = call(base, "/v1/search?q=spin+rate&source=alpha", key=keys["alpha"])
-        assert status == 200
-        status, body, _ = call(base, f"/v1/jobs/{job['id']}", key=keys["admin"])
-        searched_while_running += body["job"]["state"] == "running"
-        job = body["job"]
+        assert call(base, "/v1/search?q=spin+rate&source=alpha", key=keys["alpha"]).status == 200
+        job = call(base, f"/v1/jobs/{job['id']}", key=keys["admin"]).body["job"]
+        searched_while_running += job["state"] == "running"
     assert job["state"] == "done", job
     assert job["files_read"] == 40 and "40 new" in job["summary"]
     assert searched_while_running >= 1  # a search was answered while the ingest ran
-    status, body, _ = call(base, "/v1/search?q=marmalade+setting+12&source=jam&k=1", key=keys["admin"])
-    assert body["results"][0]["url"].startswith("https://jam.dev/")
+    found = call(base, "/v1/search?q=marmalade+setting+12&source=jam&k=1", key=keys["admin"])
+    assert found.body["results"][0]["url"].startswith("https://jam.dev/")
 
-    status, body, _ = call(base, "/v1/sources/jam", key=keys["admin"], method="DELETE")
-    assert status == 200 and body == {"removed": "jam"}
-    status, body, _ = call(base, "/v1/sources/jam", key=keys["admin"], method="DELETE")
-    assert status == 404
+    removal = call(base, "/v1/sources/jam", key=keys["admin"], method="DELETE")
+    assert removal.status == 200 and removal.body == {"removed": "jam"}
+    assert call(base, "/v1/sources/jam", key=keys["admin"], method="DELETE").status == 404
 
 
 def test_ingest_refuses_what_is_not_a_zip_and_unknown_jobs(base: str, keys: dict):
-    status, body, _ = call(base, "/v1/sources/jam/ingest", b"# not a zip\n", key=keys["admin"])
-    assert status == 400 and "not a zip" in body["error"]["message"]
-    status, body, _ = call(base, "/v1/sources/nothing/ingest", b"", key=keys["admin"])
-    assert status == 404  # no body: read an existing source again, and there is none
-    assert call(base, "/v1/jobs/feedface", key=keys["admin"])[0] == 404
+    text = call(base, "/v1/sources/jam/ingest", b"# not a zip\n", key=keys["admin"])
+    assert text.status == 400 and "not a zip" in text.body["error"]["message"]
+    # No body: read an existing source again, and there is none of that name.
+    assert call(base, "/v1/sources/nothing/ingest", b"", key=keys["admin"]).status == 404
+    assert call(base, "/v1/jobs/feedface", key=keys["admin"]).status == 404
 
 
 def test_a_revoked_key_is_refused(base: str, core: Pgcite, keys: dict):
     key = core.create_key("short-lived", sources=["alpha"])
-    assert call(base, "/v1/sources", key=key)[0] == 200
+    assert call(base, "/v1/sources", key=key).status == 200
     core.revoke_key("short-lived")
-    assert call(base, "/v1/sources", key=key)[0] == 401
+    assert call(base, "/v1/sources", key=key).status == 401
 
 
 def test_oversize_bodies_get_413(base: str, keys: dict):
     big = {"question": "spin? " + "x" * 20_000}
-    status, body, _ = call(base, "/v1/ask", big, key=keys["alpha"])
-    assert status == 413 and body["error"]["type"] == "too_large"
+    announced = call(base, "/v1/ask", big, key=keys["alpha"])
+    assert announced.status == 413 and announced.body["error"]["type"] == "too_large"
     chunked = urllib.request.Request(base + "/v1/ask", data=iter([json.dumps(big).encode()]), headers={
         "Content-Type": "application/json", "Authorization": f"Bearer {keys['alpha']}", "Transfer-Encoding": "chunked"})
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(chunked, timeout=30)
     assert caught.value.code == 413
-    status, body, _ = call(base, "/v1/sources/jam/ingest", b"PK\x03\x04" + b"\0" * 300_000, key=keys["admin"])
-    assert status == 413
+    assert call(base, "/v1/sources/jam/ingest", b"PK\x03\x04" + b"\0" * 300_000, key=keys["admin"]).status == 413
 
 
 def test_a_caller_over_the_rate_limit_gets_429_with_retry_after(core: Pgcite, embedder, keys: dict):
     limited = Pgcite(dataclasses.replace(core.settings, serve_rate_limit=3), embedder=embedder)
     with limited, running(limited) as url:
-        statuses = [call(url, "/v1/sources", key=keys["alpha"])[0] for _ in range(3)]
-        status, body, _ = call(url, "/v1/sources", key=keys["alpha"])
-        other = call(url, "/v1/sources", key=keys["admin"])[0]  # each key has its own allowance
-        refused = [call(url, "/v1/sources", key="pgc_guess")[0] for _ in range(4)]
-    assert statuses == [200, 200, 200] and other == 200
-    assert status == 429 and 1 <= int(body["_headers"]["Retry-After"]) <= 60
-    assert refused == [401, 401, 401, 429]  # guessing keys is limited too
+        allowed = [call(url, "/v1/sources", key=keys["alpha"]).status for _ in range(3)]
+        over = call(url, "/v1/sources", key=keys["alpha"])
+        other = call(url, "/v1/sources", key=keys["admin"]).status  # each key has its own allowance
+        guesses = [call(url, "/v1/sources", key="pgc_guess").status for _ in range(4)]
+    assert allowed == [200, 200, 200] and other == 200
+    assert over.status == 429 and 1 <= int(over.headers["Retry-After"]) <= 60
+    assert guesses == [401, 401, 401, 429]  # guessing keys is limited too
 
 
 def test_keys_from_the_command_line(core: Pgcite):

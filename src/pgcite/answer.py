@@ -183,7 +183,8 @@ def ask_stream(
     filters: SearchFilter = SearchFilter(exclude_flagged=True),
 ) -> Iterator[AnswerEvent]:
     """Yield the Sources (before any text), the answer text as it is written (invalid citations
-    already removed) as Deltas, then the checked Answer."""
+    already removed) as Deltas, then the checked Answer. `store` is used only before the Sources
+    are yielded, so a caller may give its connection back then."""
     hits = retrieve(store, embedder, question, max_distance=max_distance, mode=mode, filters=filters)
     usage = Usage()
     if not hits:

@@ -179,11 +179,15 @@ class Pgcite:
         """The answer as events: Sources (before any text), Deltas, then the checked Answer."""
         embedder, generator = self.embedder, generator or self.generator
         with self.reader() as store:
-            yield from ask_stream(
+            events = ask_stream(
                 question, store=store, embedder=embedder, generator=generator,
                 max_distance=DEFAULT_MAX_DISTANCE if threshold is None else threshold, context=context,
                 token_budget=self.settings.chat_context_tokens, mode=mode or self.settings.search_mode,
                 filters=filters)
+            sources = next(events)
+        # The database is done with once the sources are known: a slow chat model holds no connection.
+        yield sources
+        yield from events
 
     def ask(self, question: str, **options) -> Answer:
         """ask_stream, collected: the finished Answer."""

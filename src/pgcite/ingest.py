@@ -191,7 +191,7 @@ def ingest(
 def _no_pages(source: Source, site: Site) -> str:
     kinds = ", ".join(site.pages)
     return (f"no pages in {source.location}: no {kinds} files where a {site.name} site keeps them "
-            f"({source.others} other files); point at the documentation folder, or name the generator with --site")
+            f"({source.others} other files); point at the documentation folder, or name its site generator (`pgcite ingest --site`)")
 
 
 def _write(
