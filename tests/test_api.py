@@ -260,3 +260,18 @@ def test_a_client_that_hangs_up_mid_stream_stops_the_generation(core: Pgcite, em
         while not fake.outcomes and time.monotonic() < deadline:
             time.sleep(0.1)
         assert fake.outcomes == ["aborted"]
+
+
+def test_a_database_that_goes_away_gets_503_json(admin_dsn: str, embedder, tmp_path: Path):
+    name = _fresh_database(admin_dsn)
+    settings = Settings(home=tmp_path / "home", database_url=make_conninfo(admin_dsn, dbname=name))
+    with Pgcite(settings, embedder=embedder) as app:
+        app.ingest(_write(tmp_path / "widgets", DOCS), source="w")
+        app.warm_up()
+        with running(app) as url:
+            assert call(url, "/v1/search?q=spin+rate").status == 200
+            _drop_database(admin_dsn, name)  # WITH (FORCE): the pool's connections are cut
+            for path in ("/v1/search?q=spin+rate", "/readyz"):
+                reply = call(url, path)
+                assert reply.status == 503, reply.text
+                assert reply.body["error"]["type"] == "unavailable" and "\n" not in reply.body["error"]["message"]
