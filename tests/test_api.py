@@ -275,3 +275,19 @@ def test_a_database_that_goes_away_gets_503_json(admin_dsn: str, embedder, tmp_p
                 reply = call(url, path)
                 assert reply.status == 503, reply.text
                 assert reply.body["error"]["type"] == "unavailable" and "\n" not in reply.body["error"]["message"]
+
+
+def test_a_chat_model_failing_mid_answer_ends_the_stream_with_an_error(core: Pgcite, embedder):
+    with FakeOpenAI() as fake, Pgcite(core.settings, embedder=embedder,
+                                      generator=ChatGenerator(fake.chat_settings())) as chatty, running(chatty) as url:
+        fake.script(Reply("The default is 40 turns per second [1].", split=4, error_after=2),
+                    Reply("The default is 40 turns per second [1].", split=4, error_after=2))
+        question = {"question": "What is the default spin rate?", "source": "w", "stream": True}
+        _, stream = events(url, "/v1/ask", question)
+        assert [n for n, _ in stream][0] == "sources" and stream[-1][0] == "error"
+        assert "failed mid-answer" in stream[-1][1]["error"]["message"] and "done" not in [n for n, _ in stream]
+
+        client = openai.OpenAI(base_url=url + "/v1", api_key="unused")
+        with pytest.raises(openai.APIError, match="failed mid-answer"):
+            list(client.chat.completions.create(model="pgcite:w", stream=True,
+                                                messages=[{"role": "user", "content": "What is the default spin rate?"}]))

@@ -9,7 +9,7 @@ import contextlib
 import itertools
 import json
 import logging
-from typing import Iterator, Literal
+from typing import Callable, Iterator, Literal
 
 import anyio
 import anyio.to_thread
@@ -35,8 +35,7 @@ log = logging.getLogger("pgcite.api")
 
 MAX_QUESTION_CHARS = 4000
 MAX_K = 100
-Mode = Literal["vector", "text", "hybrid"]
-assert set(Mode.__args__) == set(SEARCH_MODES)  # type: ignore[attr-defined]
+Mode = Literal[SEARCH_MODES]  # type: ignore[valid-type]  # "vector" | "text" | "hybrid"
 
 
 def error_body(message: str, kind: str) -> dict:
@@ -182,20 +181,12 @@ def create_app(core: Pgcite) -> FastAPI:
             return shapes.answer(answer)
         first = next(events)  # bad input and a database that is down fail here, with their status
 
-        def stream() -> Iterator[str]:
-            try:
-                for event in itertools.chain([first], events):
-                    yield _ask_event(event)
-                yield sse("done", {})
-            except PgciteError as exc:
-                yield sse("error", error_body(str(exc), exc.kind))
-            except Exception as exc:  # mid-stream: the status line is gone, so say it in the stream
-                log.exception("ask stream failed")
-                yield sse("error", error_body(f"internal error ({exc.__class__.__name__})", "internal"))
-            finally:
-                events.close()
+        def frames() -> Iterator[str]:
+            for event in itertools.chain([first], events):
+                yield _ask_event(event)
+            yield sse("done", {})
 
-        return event_stream(stream())
+        return event_stream(guarded(frames(), events, lambda error: sse("error", error)))
 
     add_chat_routes(app, core, read_access)
     add_admin_routes(app, core, jobs, write_access)
@@ -203,6 +194,23 @@ def create_app(core: Pgcite) -> FastAPI:
 
 
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def guarded(frames: Iterator[str], events: Iterator, error_frame: Callable[[dict], str],
+            last: str = "") -> Iterator[str]:
+    """`frames`, then `last`; a failure mid-stream (the status line is gone by then) becomes one
+    error frame before `last`. The answer's `events` are closed however the stream ends."""
+    try:
+        yield from frames
+    except PgciteError as exc:
+        yield error_frame(error_body(str(exc), exc.kind))
+    except Exception as exc:
+        log.exception("stream failed")
+        yield error_frame(error_body(f"internal error ({exc.__class__.__name__})", "internal"))
+    finally:
+        events.close()
+    if last:
+        yield last
 
 
 def event_stream(frames: Iterator[str]) -> StreamingResponse:

@@ -119,7 +119,7 @@ def _usage(answer: Answer) -> dict:
 
 
 def add_chat_routes(app: FastAPI, core: Pgcite, read_access: Callable[..., Caller]) -> None:
-    from .api import error_body, event_stream
+    from .api import event_stream, guarded
 
     @app.get("/v1/models")
     def models(caller: Caller = Depends(read_access)) -> dict:
@@ -156,30 +156,24 @@ def add_chat_routes(app: FastAPI, core: Pgcite, read_access: Callable[..., Calle
             return data({**head, "object": "chat.completion.chunk",
                          "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}], **extra})
 
-        def stream() -> Iterator[str]:
+        def frames() -> Iterator[str]:
             streamed: list[str] = []
-            try:
-                yield frame({"role": "assistant", "content": ""})
-                answer = None
-                for event in itertools.chain([first], events):
-                    if isinstance(event, Delta):
-                        streamed.append(event.text)
-                        yield frame({"content": event.text})
-                    elif isinstance(event, Answer):
-                        answer = event
-                assert answer is not None
-                text = "".join(streamed)
-                content, annotations = content_and_annotations(text, answer, body.pgcite_sources_in_content)
-                if len(content) > len(text):
-                    yield frame({"content": content[len(text):]})
-                yield frame({"annotations": annotations}, pgcite=shapes.answer(answer))
-                yield frame({}, "stop")
-                if include_usage:
-                    yield data({**head, "object": "chat.completion.chunk", "choices": [], "usage": _usage(answer)})
-            except PgciteError as exc:
-                yield data(error_body(str(exc), exc.kind))
-            finally:
-                events.close()
-            yield "data: [DONE]\n\n"
+            yield frame({"role": "assistant", "content": ""})
+            answer = None
+            for event in itertools.chain([first], events):
+                if isinstance(event, Delta):
+                    streamed.append(event.text)
+                    yield frame({"content": event.text})
+                elif isinstance(event, Answer):
+                    answer = event
+            assert answer is not None
+            text = "".join(streamed)
+            content, annotations = content_and_annotations(text, answer, body.pgcite_sources_in_content)
+            if len(content) > len(text):
+                yield frame({"content": content[len(text):]})
+            yield frame({"annotations": annotations}, pgcite=shapes.answer(answer))
+            yield frame({}, "stop")
+            if include_usage:
+                yield data({**head, "object": "chat.completion.chunk", "choices": [], "usage": _usage(answer)})
 
-        return event_stream(stream())
+        return event_stream(guarded(frames(), events, data, last="data: [DONE]\n\n"))
