@@ -82,6 +82,8 @@ def test_health_readiness_and_openapi(base: str):
     schema = call(base, "/openapi.json")
     assert schema.status == 200
     assert {"/v1/search", "/v1/ask", "/v1/chat/completions", "/v1/models"} <= set(schema.body["paths"])
+    page = call(base, "/docs")
+    assert page.status == 200 and "/openapi.json" in page.text
 
 
 def test_search_is_the_search_json_object(base: str, core: Pgcite):
