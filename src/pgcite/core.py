@@ -128,6 +128,8 @@ class Pgcite:
 
     def warm_up(self) -> None:
         """Load the model and the generator now, not on the first question."""
+        if (load := getattr(self.embedder, "warm_up", None)) is not None:  # the bundled model
+            load()
         self.embedder.embed_query("warm up")
         self.generator
         self._warm = True
