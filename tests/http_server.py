@@ -11,12 +11,41 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from email.message import Message
+from pathlib import Path
 from typing import Iterator
 
 import uvicorn
 
+from psycopg.conninfo import make_conninfo
+
 from pgcite.api import create_app
+from pgcite.config import Settings
 from pgcite.core import Pgcite
+from tests.conftest import _drop_database, _fresh_database
+
+
+def write_folder(root: Path, docs: dict[str, str]) -> str:
+    root.mkdir()
+    for name, text in docs.items():
+        (root / name).write_text(text)
+    return str(root)
+
+
+@contextlib.contextmanager
+def warm_app(admin_dsn: str, embedder, root: Path, sources: dict[str, tuple[dict[str, str], str]],
+             **settings) -> Iterator[Pgcite]:
+    """A Pgcite on a database of its own with `sources` (name -> (docs, base URL)) ingested and
+    the model loaded; the database is dropped afterwards."""
+    name = _fresh_database(admin_dsn)
+    try:
+        with Pgcite(Settings(home=root / "home", database_url=make_conninfo(admin_dsn, dbname=name), **settings),
+                    embedder=embedder) as app:
+            for source, (docs, base_url) in sources.items():
+                app.ingest(write_folder(root / source, docs), source=source, base_url=base_url)
+            app.warm_up()
+            yield app
+    finally:
+        _drop_database(admin_dsn, name)
 
 
 @contextlib.contextmanager

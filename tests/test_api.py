@@ -21,7 +21,7 @@ from pgcite.vocabulary import REFUSAL, SearchFilter
 from tests.conftest import _drop_database, _fresh_database
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.test_ask import DOCS as WIDGETS
-from tests.http_server import call, running
+from tests.http_server import call, running, warm_app, write_folder
 
 pytestmark = pytest.mark.slow
 
@@ -29,24 +29,11 @@ DOCS = {name: text for name, text in WIDGETS.items() if name != "billing.md"}  #
 GADGETS = {"gadgets.md": "# Gadgets\n\n## Charging\n\nA gadget charges in 3 hours from a USB-C port.\n"}
 
 
-def _write(root: Path, docs: dict[str, str]) -> str:
-    root.mkdir()
-    for name, text in docs.items():
-        (root / name).write_text(text)
-    return str(root)
-
-
 @pytest.fixture(scope="module")
 def core(admin_dsn: str, embedder, tmp_path_factory):
-    name = _fresh_database(admin_dsn)
-    tmp = tmp_path_factory.mktemp("api")
-    settings = Settings(home=tmp / "home", database_url=make_conninfo(admin_dsn, dbname=name))
-    with Pgcite(settings, embedder=embedder) as app:
-        app.ingest(_write(tmp / "widgets", DOCS), source="w", base_url="https://widgets.dev/")
-        app.ingest(_write(tmp / "gadgets", GADGETS), source="g", base_url="https://gadgets.dev/")
-        app.warm_up()
+    sources = {"w": (DOCS, "https://widgets.dev/"), "g": (GADGETS, "https://gadgets.dev/")}
+    with warm_app(admin_dsn, embedder, tmp_path_factory.mktemp("api"), sources) as app:
         yield app
-    _drop_database(admin_dsn, name)
 
 
 @pytest.fixture(scope="module")
@@ -268,7 +255,7 @@ def test_a_database_that_goes_away_gets_503_json(admin_dsn: str, embedder, tmp_p
     name = _fresh_database(admin_dsn)
     settings = Settings(home=tmp_path / "home", database_url=make_conninfo(admin_dsn, dbname=name))
     with Pgcite(settings, embedder=embedder) as app:
-        app.ingest(_write(tmp_path / "widgets", DOCS), source="w")
+        app.ingest(write_folder(tmp_path / "widgets", DOCS), source="w")
         app.warm_up()
         with running(app) as url:
             assert call(url, "/v1/search?q=spin+rate").status == 200

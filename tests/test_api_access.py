@@ -13,16 +13,12 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
-from pathlib import Path
 
 import openai
 import pytest
-from psycopg.conninfo import make_conninfo
 
-from pgcite.config import Settings
 from pgcite.core import Pgcite
-from tests.conftest import _drop_database, _fresh_database
-from tests.http_server import call, running
+from tests.http_server import call, running, warm_app
 
 pytestmark = pytest.mark.slow
 
@@ -31,13 +27,6 @@ ALPHA = {"alpha.md": "# Alpha Widgets\n\n## Spin rate\n\nThe default spin rate i
 BETA = {"beta.md": "# Zephyrine Gearbox\n\n## Lubrication\n\nGrease the zephyrine gearbox with quokkalube every "
                    "17 fortnights; the default spin rate of a gearbox is 12 turns per second.\n"}
 BETA_MARKERS = ("Zephyrine", "zephyrine", "quokkalube", "fortnights", "beta.md")
-
-
-def _folder(root: Path, docs: dict[str, str]) -> str:
-    root.mkdir()
-    for name, text in docs.items():
-        (root / name).write_text(text)
-    return str(root)
 
 
 def _zip(docs: dict[str, str]) -> bytes:
@@ -50,16 +39,10 @@ def _zip(docs: dict[str, str]) -> bytes:
 
 @pytest.fixture(scope="module")
 def core(admin_dsn: str, embedder, tmp_path_factory):
-    name = _fresh_database(admin_dsn)
-    tmp = tmp_path_factory.mktemp("access")
-    settings = Settings(home=tmp / "home", database_url=make_conninfo(admin_dsn, dbname=name),
-                        serve_max_request_bytes=10_000, serve_max_upload_bytes=200_000)
-    with Pgcite(settings, embedder=embedder) as app:
-        app.ingest(_folder(tmp / "alpha", ALPHA), source="alpha")
-        app.ingest(_folder(tmp / "beta", BETA), source="beta")
-        app.warm_up()
+    sources = {"alpha": (ALPHA, ""), "beta": (BETA, "")}
+    with warm_app(admin_dsn, embedder, tmp_path_factory.mktemp("access"), sources,
+                  serve_max_request_bytes=10_000, serve_max_upload_bytes=200_000) as app:
         yield app
-    _drop_database(admin_dsn, name)
 
 
 @pytest.fixture(scope="module")
