@@ -3,17 +3,26 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: install demo test bench clean
+.PHONY: install dev demo test bench clean
 
+# pgcite itself: no torch (the bundled model runs on ONNX Runtime).
 install: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
+	$(PY) -m pip install -q -c constraints.txt -e .
+	touch $(STAMP)
+
+# Tests and benchmarks also need the model's reference implementation (sentence-transformers on torch).
+dev: $(DEV_STAMP)
+
+$(DEV_STAMP): $(STAMP)
 	# torch first and by exact version: it takes the local CPU build, not a multi-GB CUDA one.
 	$(PY) -m pip install -q -c constraints.txt torch==2.13.0
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
-	touch $(STAMP)
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev,reference]'
+	touch $(DEV_STAMP)
 
 demo: install
 	$(VENV)/bin/pgcite ingest docs --source pgcite --base-url https://pgcite.dev/
@@ -21,10 +30,10 @@ demo: install
 	$(VENV)/bin/pgcite ask "How do I point pgcite at my own PostgreSQL server?"
 	$(VENV)/bin/pgcite ask "Am I a cat?"
 
-test: install
+test: dev
 	$(VENV)/bin/python -m pytest -q
 
-bench: install
+bench: dev
 	$(PY) bench/ingest.py
 	$(PY) bench/retrieval_grid.py
 	$(PY) bench/search_scale.py

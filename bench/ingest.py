@@ -1,20 +1,24 @@
 """Ingest benchmark on the Marten docs (../shared/corpora/marten-docs).
 
-Prints, in one run and one process:
-  - raw embedding throughput of the model (median of 3 passes over a sample of the corpus's chunks),
-  - end-to-end ingest throughput (read, clean, chunk, embed, COPY, index) and its ratio to the raw one,
-  - the time of an unchanged re-run and of a re-run after editing one section,
-  - peak resident memory of this process (the model included; the PostgreSQL server is another process).
+Prints, in one run:
+  - raw embedding throughput of the bundled model on ONNX Runtime and on sentence-transformers
+    (today's path before it, bench/reference.py): median of 3 interleaved passes over the same
+    sample of the corpus's chunks, and their ratio;
+  - end-to-end ingest throughput of `pgcite ingest` (read, clean, chunk, embed, COPY, index) as its
+    own process, its ratio to the raw ONNX Runtime figure, and that process's peak RSS;
+  - the time of an unchanged re-run and of a re-run after editing one section.
 
 Usage: .venv/bin/python bench/ingest.py [CORPUS_DIR]
 """
 
 from __future__ import annotations
 
+import json
+import os
 import random
-import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,10 +27,12 @@ from pathlib import Path
 from pgcite.chunking import chunk_by_headings
 from pgcite.config import Settings
 from pgcite.embedding import LocalEmbedder
-from pgcite.ingest import chunk_budget, ingest, open_location
+from pgcite.ingest import chunk_budget
 from pgcite.markdown import parse
 from pgcite.sources import Document, open_source
-from pgcite.store import Store, server
+from pgcite.store import server
+
+from reference import ReferenceEmbedder
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "marten-docs"
 SAMPLE = 256
@@ -45,11 +51,25 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def pgcite_ingest(docs_dir: Path, home: Path) -> tuple[dict, float, float]:
+    """`pgcite ingest --json` as a new process: its report, wall seconds and peak RSS (MB)."""
+    argv = [sys.executable, "-m", "pgcite", "ingest", str(docs_dir), "--source", "marten",
+            "--base-url", "https://martendb.io/", "--json"]
+    started = time.perf_counter()
+    child = subprocess.Popen(argv, env={**os.environ, "PGCITE_HOME": str(home)}, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+    out = child.stdout.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    if status != 0:
+        raise SystemExit(f"pgcite ingest failed (status {status})")
+    return json.loads(out), time.perf_counter() - started, usage.ru_maxrss / 1024
+
+
 def run(corpus: Path, work: Path) -> int:
     docs_dir = work / "docs"
     shutil.copytree(corpus, docs_dir)  # a private copy, so one section can be edited
     settings = Settings(home=work / "home")
-    embedder = LocalEmbedder()
+    embedder, reference = LocalEmbedder(), ReferenceEmbedder()
 
     texts = []
     for item in open_source(str(docs_dir)).scan():
@@ -58,38 +78,38 @@ def run(corpus: Path, work: Path) -> int:
             texts += [c.embed_text for c in chunk_by_headings(parsed, embedder.count_tokens,
                                                               max_tokens=chunk_budget(settings, embedder))]
     sample = random.Random(0).sample(texts, min(SAMPLE, len(texts)))
-    embedder.embed_documents(sample[:8])  # load the model outside the timings
+    for model in (embedder, reference):
+        model.embed_documents(sample[:8])  # load the model outside the timings
 
-    passes = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        embedder.embed_documents(sample)
-        passes.append(len(sample) / (time.perf_counter() - t0))
-    raw = statistics.median(passes)
+    passes: dict[str, list[float]] = {"onnx": [], "reference": []}
+    for _ in range(3):  # interleaved, so a noisy moment touches both
+        for name, model in (("onnx", embedder), ("reference", reference)):
+            t0 = time.perf_counter()
+            model.embed_documents(sample)
+            passes[name].append(len(sample) / (time.perf_counter() - t0))
+    raw = {name: statistics.median(rates) for name, rates in passes.items()}
 
-    with Store.open(settings) as store:
-        def run_ingest():
-            return ingest(open_location(str(docs_dir), settings), source_name="marten",
-                          base_url="https://martendb.io/", settings=settings, store=store, embedder=embedder)
+    first, first_wall, first_rss = pgcite_ingest(docs_dir, settings.home)
+    e2e = first["chunks_embedded"] / first["seconds"]
+    unchanged, unchanged_wall, _ = pgcite_ingest(docs_dir, settings.home)
+    target = docs_dir / "documents" / "pgvector.md"
+    target.write_text(target.read_text().replace("## Installation\n", "## Installation\n\nFirst, read this.\n", 1))
+    edited, _, _ = pgcite_ingest(docs_dir, settings.home)
 
-        first = run_ingest()
-        e2e = first.chunks_embedded / first.seconds
-        unchanged = run_ingest()
-        target = docs_dir / "documents" / "pgvector.md"
-        target.write_text(target.read_text().replace("## Installation\n", "## Installation\n\nFirst, read this.\n", 1))
-        edited = run_ingest()
-
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"corpus: {corpus} ({first.new} files, {len(texts)} chunks, {len(first.skipped)} skipped)")
-    print(f"raw embedding:        {raw:7.1f} chunks/s  (median of 3 passes over {len(sample)} corpus chunks; "
-          f"passes {', '.join(f'{p:.1f}' for p in passes)})")
-    print(f"end-to-end ingest:    {e2e:7.1f} chunks/s  ({first.chunks_embedded} chunks in {first.seconds:.1f} s)")
-    print(f"ratio end-to-end/raw: {e2e / raw:7.2f}")
-    print(f"unchanged re-run:     {unchanged.seconds:7.2f} s  ({unchanged.unchanged} unchanged, "
-          f"{unchanged.chunks_embedded} embedded)")
-    print(f"one section edited:   {edited.seconds:7.2f} s  ({edited.changed} changed file, "
-          f"{edited.chunks_embedded} embedded, {edited.chunks_reused} reused)")
-    print(f"peak memory (RSS):    {peak_mb:7.0f} MB  (this process, model included)")
+    print(f"corpus: {corpus} ({first['new']} files, {len(texts)} chunks, {len(first['skipped'])} skipped); "
+          f"{os.cpu_count()} cores")
+    for name, label in (("onnx", "ONNX Runtime"), ("reference", "sentence-transformers")):
+        print(f"raw embedding, {label:21s} {raw[name]:6.1f} chunks/s  (median of 3 passes over {len(sample)} "
+              f"corpus chunks; passes {', '.join(f'{p:.1f}' for p in passes[name])})")
+    print(f"ratio ONNX Runtime / sentence-transformers: {raw['onnx'] / raw['reference']:.2f}")
+    print(f"end-to-end ingest:      {e2e:6.1f} chunks/s  ({first['chunks_embedded']} chunks in {first['seconds']:.1f} s; "
+          f"process {first_wall:.1f} s)")
+    print(f"ratio end-to-end / raw ONNX Runtime: {e2e / raw['onnx']:.2f}")
+    print(f"peak RSS of the ingest: {first_rss:6.0f} MB  (the pgcite process; PostgreSQL is another)")
+    print(f"unchanged re-run:       {unchanged['seconds']:6.2f} s  (process {unchanged_wall:.2f} s; "
+          f"{unchanged['unchanged']} unchanged, {unchanged['chunks_embedded']} embedded)")
+    print(f"one section edited:     {edited['seconds']:6.2f} s  ({edited['changed']} changed file, "
+          f"{edited['chunks_embedded']} embedded, {edited['chunks_reused']} reused)")
     return 0
 
 

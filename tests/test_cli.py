@@ -40,6 +40,10 @@ def test_ingest_own_docs_then_search_status_and_sources(env: dict[str, str]):
     assert done.returncode == 0, done.stderr
     assert "pgcite:" in done.stdout and "0 skipped files" in done.stdout and "chunks embedded" in done.stdout
     assert "Traceback" not in done.stderr
+    again = pgcite("ingest", "docs", "--source", "pgcite", "--base-url", "https://pgcite.dev/", "--json", env=env)
+    report = json.loads(again.stdout)
+    assert report["unchanged"] == report["files_read"] > 10 and report["chunks_embedded"] == 0, report
+    assert report["skipped"] == [] and report["source"] == "pgcite" and report["seconds"] > 0
 
     results = _json_search("How do I point pgcite at my own PostgreSQL server?", env, "-k", "3")
     assert len(results) == 3

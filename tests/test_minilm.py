@@ -1,17 +1,19 @@
-"""The numpy forward pass of the bundled model gives sentence-transformers' vectors, and the
-query path never imports torch."""
+"""The bundled model on ONNX Runtime gives sentence-transformers' vectors, its conversion is cached
+and survives damage, and the query path never imports torch."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from pgcite.embedding import LocalEmbedder, bundled_model_dir
-from pgcite.minilm import MiniLM
+from pgcite.errors import EmbeddingError
+from pgcite.minilm import PARITY, load
 from tests.conftest import corpus
 
 
@@ -28,18 +30,46 @@ def _texts(limit: int = 400) -> list[str]:
 
 
 @pytest.mark.slow
-def test_the_numpy_pass_gives_the_reference_vectors(embedder: LocalEmbedder):
+def test_the_onnx_model_gives_the_reference_vectors(embedder: LocalEmbedder):
+    pytest.importorskip("sentence_transformers", reason="the reference needs `make dev` (the reference extra)")
+    from bench.reference import reference_vectors
+
     texts = _texts()
-    ours = MiniLM(bundled_model_dir()).encode(texts)
-    reference = embedder._model.encode(texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False)
+    ours = embedder.embed_documents(texts)
+    reference = reference_vectors(texts)
     cosines = np.sum(ours * reference, axis=1) / np.linalg.norm(reference, axis=1)
-    assert len(texts) >= 200 and cosines.min() >= 0.9999, (cosines.min(), texts[int(cosines.argmin())][:200])
+    assert len(texts) >= 200 and cosines.min() >= PARITY, (cosines.min(), texts[int(cosines.argmin())][:200])
 
 
-def test_a_question_is_embedded_without_importing_torch():
-    probe = ("import sys; from pgcite.embedding import LocalEmbedder; v = LocalEmbedder().embed_query('spin rate?'); "
+def test_a_question_is_embedded_without_importing_torch(tmp_path: Path):
+    probe = ("import sys; from pathlib import Path; from pgcite.embedding import LocalEmbedder; "
+             f"v = LocalEmbedder(model_cache=Path({str(tmp_path)!r})).embed_query('spin rate?'); "
              "assert v.shape == (384,) and abs(float((v * v).sum()) - 1) < 1e-5; "
              "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".onnx", ".weights"]  # converted once, no leftovers
+
+
+def test_a_damaged_conversion_is_written_again(tmp_path: Path):
+    model = load(bundled_model_dir(), tmp_path)
+    expected = model.encode(["How do I rebuild a projection?"])
+    graph = next(tmp_path.glob("*.onnx"))
+    graph.write_bytes(graph.read_bytes()[:100])  # a full disk, an interrupted copy
+    again = load(bundled_model_dir(), tmp_path)
+    assert np.allclose(again.encode(["How do I rebuild a projection?"]), expected, atol=1e-6)
+
+
+def test_an_unwritable_model_cache_is_one_clear_error(tmp_path: Path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    with pytest.raises(EmbeddingError, match=r"cannot write the model cache .*set PGCITE_MODEL_CACHE"):
+        load(bundled_model_dir(), blocker / "cache")
+
+
+def test_batches_sorted_by_length_keep_the_input_order(embedder: LocalEmbedder):
+    texts = ["short", "a much longer text about event sourcing and projections " * 8, "mid length text here"]
+    together = embedder.embed_documents(texts)
+    alone = np.stack([embedder.embed_query(t) for t in texts])
+    assert np.allclose(together, alone, atol=1e-5)

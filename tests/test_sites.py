@@ -13,7 +13,8 @@ from pgcite.config import Settings
 from pgcite.errors import SourceError
 from pgcite.ingest import open_location
 from pgcite.sites import Page, Site, detect, join_url
-from pgcite.sites.changelog import is_changelog, is_release_question
+from pgcite.retrieval import is_release_question
+from pgcite.sites.changelog import is_changelog
 from pgcite.sites.leftovers import leftovers
 from pgcite.markdown import parse
 from pgcite.sources import Document

@@ -108,8 +108,10 @@ def ingest(
     site: Annotated[Optional[str], typer.Option("--site", callback=_site_name, help="The site generator: vitepress, mkdocs, docusaurus, mdbook, hugo, starlight or plain (default: detected).")] = None,
     route_base: Annotated[Optional[str], typer.Option("--route-base", help="Docusaurus: the docs' route base path (default docs; / for the site root).")] = None,
     include_root: Annotated[Optional[str], typer.Option("--include-root", help="The folder includes may be read from (default: the project holding the folder).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The report as one JSON object on stdout.")] = False,
 ) -> None:
     """Read Markdown, chunk it, embed it and store it. Re-running only does what changed."""
+    from . import shapes
     from .core import Pgcite
 
     name = source or _default_source_name(location)
@@ -126,7 +128,10 @@ def ingest(
     if not report.base_url:
         err.print("[dim]no --base-url and none in the site's configuration: answers cite paths, not links[/]",
                   soft_wrap=True)
-    out.print(escape(report.summary()))
+    if as_json:
+        print(json.dumps(shapes.ingest_report(report), ensure_ascii=False))
+    else:
+        out.print(escape(report.summary()))
 
 
 @app.command()

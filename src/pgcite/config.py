@@ -17,6 +17,7 @@ from .errors import PgciteError
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 # Measured on the Anthropic dev questions: hybrid MRR@3 0.950 vs vector 0.813 (docs/retrieval.md).
 DEFAULT_SEARCH_MODE = "hybrid"
+DEFAULT_MODEL_CACHE = Path(platformdirs.user_cache_dir("pgcite"))
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class Settings:
     # Tokens the embedding model reads, special tokens included (0 = 256, the bundled model's).
     embedding_window: int = 0
     embedding_batch_size: int = 32
+    # Where the bundled model's ONNX conversion is kept (written on first use, about 90 MB).
+    model_cache: Path = DEFAULT_MODEL_CACHE
     embedding_timeout: float = 60.0
     embedding_retries: int = 4
     # Chunking: the token budget (0 = fit the embedding model's window, breadcrumb included).

@@ -10,7 +10,7 @@ import contextlib
 import dataclasses
 import threading
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 import numpy as np
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -21,11 +21,13 @@ from .config import Settings
 from .embedding import Embedder, make_embedder
 from .errors import PgciteError, StoreError
 from .generation import ChatGenerator, GenerationError, Generator
-from .ingest import IngestReport, Progress, open_location
 from .retrieval import DEFAULT_MAX_DISTANCE, search
 from .store import SourceInfo, Store
 from .store import keys as key_store
 from .vocabulary import SearchFilter, SearchHit
+
+if TYPE_CHECKING:  # ingest's readers and chunker load only when something is ingested
+    from .ingest import IngestReport, Progress
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,7 @@ class Pgcite:
                include_root: str | None = None, chunk_tokens: int | None = None,
                progress: Progress | None = None, embedder: Embedder | None = None) -> IngestReport:
         """embedder: another than the query path's (the server's ingest jobs have their own)."""
-        from .ingest import ingest
+        from .ingest import ingest, open_location
 
         settings = self.settings if chunk_tokens is None else dataclasses.replace(self.settings, chunk_tokens=chunk_tokens)
         reader = open_location(location, settings, exclude, include_root=include_root)

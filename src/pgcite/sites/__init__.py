@@ -10,7 +10,6 @@ import posixpath
 from ..errors import SourceError
 from ..sources import FolderSource, Source
 from .base import Files, Page, Site, join_url
-from .changelog import is_release_question
 from .docusaurus import Docusaurus
 from .hugo import Hugo
 from .mdbook import MdBook
@@ -19,7 +18,7 @@ from .plain import Plain
 from .starlight import Starlight
 from .vitepress import VitePress
 
-__all__ = ["SITES", "Page", "Site", "detect", "is_release_question", "join_url"]
+__all__ = ["SITES", "Page", "Site", "detect", "join_url"]
 
 SITES: dict[str, type[Site]] = {cls.name: cls for cls in (VitePress, MkDocs, Docusaurus, MdBook, Hugo, Starlight, Plain)}
 # How far above the ingested folder a site's configuration is looked for ("docs/en/docs" -> "docs/en").

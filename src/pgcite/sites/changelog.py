@@ -1,5 +1,5 @@
 """Release notes and changelogs, told apart from guide pages so that search can rank them below
-the guides for questions that are not about a release (store.search, retrieval.py)."""
+the guides for questions that are not about a release (retrieval.is_release_question)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 
 from ..markdown import ParsedDocument
 
-__all__ = ["is_changelog", "is_release_question"]
+__all__ = ["is_changelog"]
 
 _NAME = re.compile(r"^(?:release[-_ ]?notes?|releases|change[-_ ]?log|changes|history|whats?[-_ ]?new)$",
                    re.IGNORECASE)
@@ -33,16 +33,3 @@ def is_changelog(site_path: str, parsed: ParsedDocument) -> bool:
     tops = list(dict.fromkeys(s.heading_path[0] for s in parsed.sections if s.heading_path))
     releases = sum(1 for heading in tops if _RELEASE_HEADING.match(heading))
     return releases >= MIN_RELEASE_HEADINGS and releases >= RELEASE_SHARE * len(tops)
-
-
-# A question about a release names one, or asks what changed, when, or since which version.
-_RELEASE_QUESTION = re.compile(
-    r"\b(?:v?\d+\.\d+(?:\.\d+)?|releases?|released|release notes?|change ?logs?|changed|changes|version|versions"
-    r"|deprecated|deprecation|removed|introduced|added in|new in|since when|what'?s new|upgrad\w*|breaking"
-    r"|when (?:did|was|were|will)|what date|which date|on what day|generally available|launch\w*|announc\w*)\b",
-    re.IGNORECASE,
-)
-
-
-def is_release_question(question: str) -> bool:
-    return _RELEASE_QUESTION.search(question) is not None
