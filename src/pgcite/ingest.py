@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -100,6 +101,7 @@ class _Pending:
 
 
 EMBED_SLICE = 128  # chunks embedded between two progress reports (about 5 s with the bundled model)
+WRITE_BATCH = 128  # chunks of whole files embedded as one batch, while the previous one is stored
 
 # Called after each file is read and after each slice is embedded, with the file's path and the
 # report so far.
@@ -155,6 +157,7 @@ def ingest(
 
         seen: set[str] = set()
         pending: list[_Pending] = []
+        writer = _Writer(source_name, base_url, version, store, embedder, report, progress)
         try:
             for item in source.scan():
                 seen.add(item.path)
@@ -170,12 +173,13 @@ def ingest(
                                                    site.digest(page.included))
                     pending.append(_Pending(page, checksum, chunk_document(page.parsed, settings, embedder, budget),
                                             is_new=item.path not in known))
-                    if sum(len(p.chunks) for p in pending) >= settings.embedding_batch_size * 4:
-                        _write(pending, source_name, base_url, version, store, embedder, report, progress)
+                    if sum(len(p.chunks) for p in pending) >= WRITE_BATCH:
+                        writer.submit(pending)
                         pending = []
                 if progress:
                     progress(item.path, report)
-            _write(pending, source_name, base_url, version, store, embedder, report, progress)
+            writer.submit(pending)
+            writer.finish()
             report.others = source.others
             if not seen:
                 if previous is None:
@@ -183,6 +187,7 @@ def ingest(
                 raise SourceError(_no_pages(source, site))
             report.removed = store.delete_documents(source_name, sorted(set(known) - seen))
         finally:
+            writer.close()
             store.refresh_indexes()  # even after a failure: the index dropped for a bulk load comes back
     report.seconds = time.perf_counter() - started
     return report
@@ -194,51 +199,80 @@ def _no_pages(source: Source, site: Site) -> str:
             f"({source.others} other files); point at the documentation folder, or name its site generator (`pgcite ingest --site`)")
 
 
-def _write(
-    pending: list[_Pending], source_name: str, base_url: str, version: str, store: Store, embedder: Embedder,
-    report: IngestReport, progress: Progress | None,
-) -> None:
-    """Embed what the cache lacks for a batch of files, then store each file in its own transaction."""
-    if not pending:
-        return
-    # The cache key is the exact text the model sees, prefix included.
-    hashes = {id(c): embed_hash(embedder.model, embedder.document_prefix + c.embed_text)
-              for p in pending for c in p.chunks}
-    vectors = store.cached_embeddings(list(set(hashes.values())))
-    report.chunks_reused += sum(1 for h in hashes.values() if h in vectors)
-    missing = list({h: c.embed_text for p in pending for c in p.chunks if (h := hashes[id(c)]) not in vectors}.items())
-    # In slices, so that progress is seen while one huge page (a changelog of 1,700 chunks) embeds.
-    for start in range(0, len(missing), EMBED_SLICE):
-        part = missing[start : start + EMBED_SLICE]
-        vectors.update(zip((h for h, _ in part), embedder.embed_documents([text for _, text in part])))
-        report.chunks_embedded += len(part)
-        if progress:
-            progress(pending[-1].page.path, report)
-    for p in pending:
-        page = p.page
-        rows = [
-            ChunkRow(
-                id=f"{source_name}:{page.path}#{c.index}",
-                ord=c.index,
-                heading=c.heading,
-                heading_path=c.heading_path,
-                breadcrumb=c.breadcrumb,
-                anchor=c.anchor,
-                url=join_url(base_url, page.route, c.anchor),
-                content=c.content,
-                tokens=c.tokens,
-                embed_hash=hashes[id(c)],
-                embedding=vectors[hashes[id(c)]],
-                flags=tuple(injection_flags(c.content)),
-            )
-            for c in p.chunks
-        ]
-        store.replace_document(source_name, page.path, page.title, join_url(base_url, page.route), p.checksum, rows,
-                               page.version or version, page.kind, page.included)
-        report.flagged += [f"{page.path} > {r.heading or page.title}: {', '.join(r.flags)}" for r in rows if r.flags]
-        if p.is_new:
-            report.new += 1
-        else:
-            report.changed += 1
-    if progress:
-        progress(pending[-1].page.path, report)
+class _Writer:
+    """Embeds one batch of files on a worker thread while the caller stores the batch before it
+    and reads the next: the model (ONNX Runtime, which releases the GIL) is never left waiting
+    on reading, chunking or the database. Each file is stored in its own transaction."""
+
+    def __init__(self, source_name: str, base_url: str, version: str, store: Store, embedder: Embedder,
+                 report: IngestReport, progress: Progress | None) -> None:
+        self.source_name, self.base_url, self.version = source_name, base_url, version
+        self.store, self.embedder, self.report, self.progress = store, embedder, report, progress
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgcite-embed")
+        self._in_flight: tuple[list[_Pending], dict[int, str], Future] | None = None
+
+    def submit(self, pending: list[_Pending]) -> None:
+        """Start embedding `pending` (what the cache lacks), then store the batch before it."""
+        if not pending:
+            return
+        # The cache key is the exact text the model sees, prefix included.
+        hashes = {id(c): embed_hash(self.embedder.model, self.embedder.document_prefix + c.embed_text)
+                  for p in pending for c in p.chunks}
+        vectors = self.store.cached_embeddings(list(set(hashes.values())))
+        self.report.chunks_reused += sum(1 for h in hashes.values() if h in vectors)
+        missing = list({h: c.embed_text for p in pending for c in p.chunks
+                        if (h := hashes[id(c)]) not in vectors}.items())
+        job = (pending, hashes, self._worker.submit(self._embed, missing, vectors, pending[-1].page.path))
+        self.finish()
+        self._in_flight = job
+
+    def finish(self) -> None:
+        """Store the batch being embedded, once its vectors are there."""
+        if self._in_flight is not None:
+            pending, hashes, vectors = self._in_flight
+            self._in_flight = None
+            self._store(pending, hashes, vectors.result())
+
+    def close(self) -> None:
+        self._worker.shutdown(wait=True, cancel_futures=True)
+
+    def _embed(self, missing: list[tuple[str, str]], vectors: dict, path: str) -> dict:
+        # In slices, so that progress is seen while one huge page (a changelog of 1,700 chunks) embeds.
+        for start in range(0, len(missing), EMBED_SLICE):
+            part = missing[start : start + EMBED_SLICE]
+            vectors.update(zip((h for h, _ in part), self.embedder.embed_documents([text for _, text in part])))
+            self.report.chunks_embedded += len(part)
+            if self.progress:
+                self.progress(path, self.report)
+        return vectors
+
+    def _store(self, pending: list[_Pending], hashes: dict[int, str], vectors: dict) -> None:
+        source_name, base_url, version, report = self.source_name, self.base_url, self.version, self.report
+        for p in pending:
+            page = p.page
+            rows = [
+                ChunkRow(
+                    id=f"{source_name}:{page.path}#{c.index}",
+                    ord=c.index,
+                    heading=c.heading,
+                    heading_path=c.heading_path,
+                    breadcrumb=c.breadcrumb,
+                    anchor=c.anchor,
+                    url=join_url(base_url, page.route, c.anchor),
+                    content=c.content,
+                    tokens=c.tokens,
+                    embed_hash=hashes[id(c)],
+                    embedding=vectors[hashes[id(c)]],
+                    flags=tuple(injection_flags(c.content)),
+                )
+                for c in p.chunks
+            ]
+            self.store.replace_document(source_name, page.path, page.title, join_url(base_url, page.route),
+                                        p.checksum, rows, page.version or version, page.kind, page.included)
+            report.flagged += [f"{page.path} > {r.heading or page.title}: {', '.join(r.flags)}" for r in rows if r.flags]
+            if p.is_new:
+                report.new += 1
+            else:
+                report.changed += 1
+        if self.progress:
+            self.progress(pending[-1].page.path, report)
