@@ -21,7 +21,7 @@ from .errors import EmbeddingError
 GRAPH_VERSION = 1  # bump when build_graph changes, so cached files are rebuilt
 REFERENCE = Path(__file__).with_name("minilm_reference.json")  # sentence-transformers' vectors (bench/reference.py)
 PARITY = 0.9999  # least cosine to the reference vector, per text
-# Padded tokens per forward pass. On 2 cores 512 embedded 1.3x the texts a second of 32-text batches
+# Padded tokens per forward pass. On 2 cores 512 embedded 1.25x the texts a second of 32-text batches
 # (activations stay in cache) in 55% of the memory; docs/model.md.
 BATCH_TOKENS = 512
 
