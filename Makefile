@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml constraints.txt
 dev: $(DEV_STAMP)
 
 $(DEV_STAMP): $(STAMP)
+	# Debian's chromium, which the web page's browser test drives (tests/test_web.py).
+	command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 	# torch first and by exact version: it takes the local CPU build, not a multi-GB CUDA one.
 	$(PY) -m pip install -q -c constraints.txt torch==2.13.0
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev,reference]'

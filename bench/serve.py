@@ -5,7 +5,8 @@ process, and runs 1, 4 and 16 concurrent clients against /v1/search, /v1/ask and
 /v1/chat/completions (offline generator) for a fixed time each, cycling through the questions of
 eval/pgcite-docs.jsonl. Prints requests/s and p50/p95/p99 latency (errors must be 0), and the
 median wall time of the same search run as `pgcite search` (3 runs) in the same session: the
-ratio is the point, not the absolute figures (2 shared cores).
+ratio is the point, not the absolute figures (2 shared cores). Then /v1/ask against a second
+server with the answer log off, rounds interleaved: the log's cost.
 
     .venv/bin/python bench/serve.py [SECONDS_PER_CELL]
 """
@@ -94,22 +95,12 @@ def main() -> None:
             started = time.perf_counter()
             subprocess.run([*PGCITE, "search", asked[0], "-k", "5", "--json"], env=env, check=True, capture_output=True)
             cli.append(time.perf_counter() - started)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        base = f"http://127.0.0.1:{port}"
-        served = subprocess.Popen([*PGCITE, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+        servers: list[subprocess.Popen] = []
         try:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    with urllib.request.urlopen(base + "/readyz", timeout=5):
-                        break
-                except OSError:
-                    if time.monotonic() > deadline or served.poll() is not None:
-                        raise SystemExit("the server did not become ready") from None
-                    time.sleep(0.5)
+            served, base = start_server(env)
+            servers.append(served)
+            quiet, quiet_base = start_server({**env, "PGCITE_ANSWER_LOG": "false"})
+            servers.append(quiet)
             for endpoint in ("search", "ask", "chat"):
                 load(base, endpoint, 1, 2.0, asked)  # warm caches and the pool
             cli_median = statistics.median(cli)
@@ -122,9 +113,49 @@ def main() -> None:
                     p50 = percentile(latencies, 50) if latencies else float("nan")
                     print(f"{path:<22}{clients:>8}{rate:>9.1f}{p50:>9.3f}{percentile(latencies, 95):>9.3f}"
                           f"{percentile(latencies, 99):>9.3f}{errors:>8}{cli_median / p50:>9.0f}x")
+            log_cost(base, quiet_base, seconds, asked)
         finally:
-            served.terminate()
-            served.wait(30)
+            for server in servers:
+                server.terminate()
+                server.wait(30)
+
+
+def start_server(env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    """`pgcite serve` on a free port, once it is ready."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    served = subprocess.Popen([*PGCITE, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(base + "/readyz", timeout=5):
+                return served, base
+        except OSError:
+            if time.monotonic() > deadline or served.poll() is not None:
+                served.kill()
+                raise SystemExit("the server did not become ready") from None
+            time.sleep(0.5)
+
+
+def log_cost(logged: str, quiet: str, seconds: float, asked: list[str], rounds: int = 3) -> None:
+    """/v1/ask with the answer log on and off (PGCITE_ANSWER_LOG=false), rounds interleaved."""
+    load(quiet, "ask", 1, 2.0, asked)
+    print(f"\nthe answer log's cost on /v1/ask ({rounds} interleaved rounds of {seconds:g} s; medians)")
+    print(f"{'clients':>8}{'log on req/s':>14}{'log off req/s':>15}{'on p50 s':>10}{'off p50 s':>11}{'on/off p50':>12}")
+    for clients in (1, 4):
+        runs: dict[str, list[tuple[float, float]]] = {"on": [], "off": []}
+        for _ in range(rounds):
+            for name, base in (("on", logged), ("off", quiet)):
+                rate, latencies, errors = load(base, "ask", clients, seconds, asked)
+                assert errors == 0, f"{errors} errors with the log {name}"
+                runs[name].append((rate, percentile(latencies, 50)))
+        on, off = ([statistics.median(v[i] for v in runs[n]) for i in (0, 1)] for n in ("on", "off"))
+        print(f"{clients:>8}{on[0]:>14.1f}{off[0]:>15.1f}{on[1]:>10.3f}{off[1]:>11.3f}{on[1] / off[1]:>12.2f}")
+    with urllib.request.urlopen(logged + "/readyz", timeout=5) as response:
+        print(f"answers the log dropped: {json.loads(response.read())['answer_log']['dropped']}")
 
 
 if __name__ == "__main__":

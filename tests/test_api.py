@@ -104,7 +104,8 @@ def test_ask_answers_with_citations_and_streams_events_in_order(base: str):
     assert set(names[1:-2]) == {"delta"} and len(names) >= 4
     assert "".join(d["text"] for n, d in stream if n == "delta").strip() == answer["answer"]
     assert stream[0][1]["sources"] == answer["sources"]
-    assert stream[-2][1] == answer
+    assert {**stream[-2][1], "id": None} == {**answer, "id": None}  # each answer is logged with an id of its own
+    assert stream[-2][1]["id"] != answer["id"]
 
 
 def test_an_off_topic_question_is_refused(base: str):

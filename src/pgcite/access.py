@@ -1,5 +1,6 @@
 """Who may read what over HTTP. Reads are open until some read key exists, then need a key; a key
-scoped to sources reads only those; writes need an admin key and are off until one exists.
+scoped to sources reads only those; writes need an admin key and are off until one exists; an
+admin key scoped to sources administers only those (and reads only their answer log).
 Keys are random (256 bits) and only their SHA-256 is stored, so a database dump reveals none."""
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def _unauthorized(message: str) -> PgciteError:
 def reader(policy: KeyPolicy, presented: bool) -> Caller:
     """The caller of a read, or why it may not read."""
     if policy.key is not None:
-        return Caller(policy.key.name, None if policy.key.admin else policy.key.sources, policy.key.admin)
+        return Caller(policy.key.name, policy.key.sources, policy.key.admin)
     if policy.reads_need_key:
         if presented:
             raise _unauthorized("the API key is not valid (unknown or revoked); ask for a new one")
@@ -70,4 +71,10 @@ def writer(policy: KeyPolicy, presented: bool) -> Caller:
                             if not presented else "the API key is not valid (unknown or revoked)")
     if not policy.key.admin:
         raise PgciteError(f"the key {policy.key.name!r} may only read; this needs an admin key", kind="forbidden")
-    return Caller(policy.key.name, None, True)
+    return Caller(policy.key.name, policy.key.sources, True)
+
+
+def check_writes(caller: Caller, source: str) -> None:
+    """Refuse a write to a source outside an admin key's scope."""
+    if caller.sources is not None and source not in caller.sources:
+        raise PgciteError(f"the key {caller.name!r} administers only {', '.join(caller.sources)}", kind="forbidden")

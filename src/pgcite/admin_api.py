@@ -11,7 +11,7 @@ from typing import Callable
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from .access import Caller
+from .access import Caller, check_writes
 from .core import Pgcite
 from .errors import PgciteError
 from .jobs import Jobs
@@ -24,6 +24,7 @@ def add_admin_routes(app: FastAPI, core: Pgcite, jobs: Jobs, write_access: Calla
     async def ingest(name: str, request: Request, base_url: str = "", caller: Caller = Depends(write_access)):
         """With a zip file as the body: ingest it as source `name`. With no body: read the source
         again from the location it was ingested from. Returns the job; GET /v1/jobs/{id} follows it."""
+        check_writes(caller, name)
         folder = Path(tempfile.mkdtemp(prefix="pgcite-upload-"))
         upload = folder / "upload.zip"
         try:
@@ -48,9 +49,12 @@ def add_admin_routes(app: FastAPI, core: Pgcite, jobs: Jobs, write_access: Calla
 
     @app.get("/v1/jobs/{job_id}")
     def job(job_id: str, caller: Caller = Depends(write_access)) -> dict:
-        return {"job": jobs.get(job_id).to_json()}
+        job = jobs.get(job_id)
+        check_writes(caller, job.source)
+        return {"job": job.to_json()}
 
     @app.delete("/v1/sources/{name}")
     def remove(name: str, caller: Caller = Depends(write_access)) -> dict:
+        check_writes(caller, name)
         core.remove_source(name)
         return {"removed": name}

@@ -76,6 +76,7 @@ class Answer:
     checks: Checks
     usage: Usage
     note: str = ""  # why no generator was called, when it was not
+    id: str | None = None  # its row in the answer log, once logged
 
 
 class CitationFilter:

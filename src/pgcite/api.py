@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException
 from . import shapes
 from .access import Caller
 from .answer import Answer
+from .answer_log import Origin
 from .core import Pgcite
 from .errors import PgciteError
 from .http_limits import BodyLimit, RateLimit, RateLimited
@@ -34,6 +35,7 @@ from .vocabulary import Delta, SearchFilter, Sources
 log = logging.getLogger("pgcite.api")
 
 MAX_QUESTION_CHARS = 4000
+PAGE_HEADER = "x-pgcite-client"  # the web page sends "page", so the log tells its questions apart
 MAX_K = 100
 Mode = Literal[SEARCH_MODES]  # type: ignore[valid-type]  # "vector" | "text" | "hybrid"
 
@@ -72,6 +74,8 @@ class AskRequest(BaseModel):
 def create_app(core: Pgcite) -> FastAPI:
     from .admin_api import add_admin_routes
     from .chat_api import add_chat_routes
+    from .web import add_web_routes
+    from .log_api import add_log_routes
 
     jobs = Jobs(core)
     limit = RateLimit(core.settings.serve_rate_limit)
@@ -129,7 +133,10 @@ def create_app(core: Pgcite) -> FastAPI:
         except PgciteError as exc:
             return _error(503, str(exc), exc.kind)
         ready = all(checks.values())
-        return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks},
+        log = core.answer_log
+        return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks,
+                             "answer_log": {"on": log is not None, "dropped": log.dropped if log else 0,
+                                            "last_error": log.last_error if log else ""}},
                             status_code=200 if ready else 503)
 
     def access(request: Request, write: bool) -> Caller:
@@ -169,13 +176,15 @@ def create_app(core: Pgcite) -> FastAPI:
         return shapes.search(q, hits)
 
     @app.post("/v1/ask")
-    def ask(body: AskRequest, caller: Caller = Depends(read_access)):
+    def ask(body: AskRequest, request: Request, caller: Caller = Depends(read_access)):
         """The `pgcite ask --json` object; with `stream`, Server-Sent Events: `sources`, `delta`s,
         `answer`, `done` (or `error`)."""
         core.require_source(body.source, caller.sources)
+        channel = "page" if request.headers.get(PAGE_HEADER) == "page" else "api"
         events = core.ask_stream(body.question, threshold=body.threshold, context=body.context, mode=body.mode,
                                  filters=SearchFilter(source=body.source, path_prefix=body.path, version=body.version,
-                                                      exclude_flagged=True, allowed_sources=caller.sources))
+                                                      exclude_flagged=True, allowed_sources=caller.sources),
+                                 origin=Origin(channel, caller.name))
         if not body.stream:
             *_, answer = events
             return shapes.answer(answer)
@@ -190,6 +199,8 @@ def create_app(core: Pgcite) -> FastAPI:
 
     add_chat_routes(app, core, read_access)
     add_admin_routes(app, core, jobs, write_access)
+    add_log_routes(app, core, read_access, write_access)
+    add_web_routes(app)
     return app
 
 

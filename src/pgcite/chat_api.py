@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import shapes
 from .access import Caller
 from .answer import Answer
+from .answer_log import Origin
 from .core import Pgcite
 from .errors import PgciteError
 from .generation import ChatGenerator
@@ -136,7 +137,7 @@ def add_chat_routes(app: FastAPI, core: Pgcite, read_access: Callable[..., Calle
         if isinstance(generator, ChatGenerator) and (body.temperature is not None or max_tokens is not None):
             generator = generator.configured(temperature=body.temperature, max_tokens=max_tokens)
         events = core.ask_stream(question, generator=generator, filters=SearchFilter(
-            source=source, exclude_flagged=True, allowed_sources=caller.sources))
+            source=source, exclude_flagged=True, allowed_sources=caller.sources), origin=Origin("chat", caller.name))
         ident, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
         head = {"id": ident, "created": created, "model": body.model}
         if not body.stream:

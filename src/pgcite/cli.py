@@ -184,6 +184,7 @@ def ask(
     """Answer from the documents only, citing \\[n] after each claim; or say "Not in the documents." """
     from . import shapes
     from .answer import Answer
+    from .answer_log import Origin
     from .core import Pgcite
     from .vocabulary import Delta, SearchFilter
 
@@ -191,7 +192,7 @@ def ask(
         answer = None
         for event in app.ask_stream(question, threshold=threshold, context=context, mode=mode,
                                     filters=SearchFilter(source=source, path_prefix=path, version=version,
-                                                         exclude_flagged=not include_flagged)):
+                                                         exclude_flagged=not include_flagged), origin=Origin("cli")):
             if isinstance(event, Answer):
                 answer = event
             elif isinstance(event, Delta) and not as_json:
@@ -233,6 +234,10 @@ def status() -> None:
     out.print("model:    " + (f"{st.model[0]} ({st.model[1]} dims)" if st.model else "none yet (nothing ingested)"))
     out.print(f"stored:   {len(st.sources)} sources, {sum(r.documents for r in st.sources)} documents, {st.chunks} chunks; "
               f"vector index {'built' if st.vector_index else 'not built'}")
+    settings = app.settings
+    kept = f"kept {settings.answer_log_days} days" if settings.answer_log_days > 0 else "kept for good"
+    out.print(f"log:      {st.answers_logged} answers, {kept}" if settings.answer_log else
+              f"log:      off (PGCITE_ANSWER_LOG); {st.answers_logged} answers from before")
 
 
 @sources_app.callback()
@@ -365,6 +370,11 @@ def stop() -> None:
         raise PgciteError("PGCITE_DATABASE_URL is set: pgcite does not manage that server")
     stopped = server.stop(settings.home)
     out.print("stopped the embedded PostgreSQL" if stopped else "the embedded PostgreSQL was not running")
+
+
+from .cli_log import register  # noqa: E402  (its commands use the consoles above)
+
+register(app)
 
 
 def main() -> None:

@@ -72,6 +72,10 @@ class Settings:
     serve_rate_limit: int = 0
     serve_max_request_bytes: int = 1_000_000
     serve_max_upload_bytes: int = 200_000_000
+    # The answer log (docs/answer-log.md): every answer is recorded unless this is off; rows older
+    # than answer_log_days are deleted (0 keeps them all).
+    answer_log: bool = True
+    answer_log_days: int = 90
 
 
 _ENV_PREFIX = "PGCITE_"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
+import time
+from datetime import datetime
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Sequence
 
@@ -17,6 +19,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from . import access
 from .answer import Answer, AnswerEvent, ask_stream
+from .answer_log import AnswerLog, Origin, entry_of
 from .config import Settings
 from .embedding import Embedder, make_embedder
 from .errors import PgciteError, StoreError
@@ -24,9 +27,12 @@ from .generation import ChatGenerator, GenerationError, Generator
 from .retrieval import DEFAULT_MAX_DISTANCE, search
 from .store import SourceInfo, Store
 from .store import keys as key_store
+from .store import log_rows
+from .store.log_rows import LogEntry
 from .vocabulary import SearchFilter, SearchHit
 
 if TYPE_CHECKING:  # ingest's readers and chunker load only when something is ingested
+    from .gaps import Gap
     from .ingest import IngestReport, Progress
 
 
@@ -40,6 +46,7 @@ class Status:
     chunks: int
     vector_index: bool
     schema_current: bool
+    answers_logged: int
 
 
 class _Serialised:  # an Embedder
@@ -103,8 +110,11 @@ class Pgcite:
         self._generator = generator
         self._warm = False
         self._lock = threading.Lock()
+        self.answer_log = AnswerLog(settings) if settings.answer_log else None
 
     def close(self) -> None:
+        if self.answer_log is not None:
+            self.answer_log.close()
         if self._pool is not None:
             self._pool.close()
             self._pool = None
@@ -179,8 +189,10 @@ class Pgcite:
 
     def ask_stream(self, question: str, *, threshold: float | None = None, context: int = 5,
                    mode: str | None = None, filters: SearchFilter = SearchFilter(exclude_flagged=True),
-                   generator: Generator | None = None) -> Iterator[AnswerEvent]:
-        """The answer as events: Sources (before any text), Deltas, then the checked Answer."""
+                   generator: Generator | None = None, origin: Origin | None = None) -> Iterator[AnswerEvent]:
+        """The answer as events: Sources (before any text), Deltas, then the checked Answer.
+        origin: who asked; the finished answer is logged (unless the log is off) and gets its id."""
+        started = time.monotonic()
         embedder, generator = self.embedder, generator or self.generator
         with self.reader() as store:
             events = ask_stream(
@@ -191,7 +203,10 @@ class Pgcite:
             sources = next(events)
         # The database is done with once the sources are known: a slow chat model holds no connection.
         yield sources
-        yield from events
+        for event in events:
+            if isinstance(event, Answer) and origin is not None and self.answer_log is not None:
+                self.answer_log.record(entry_of(event, origin, filters, time.monotonic() - started))
+            yield event
 
     def ask(self, question: str, **options) -> Answer:
         """ask_stream, collected: the finished Answer."""
@@ -265,4 +280,63 @@ class Pgcite:
         with self.reader() as store:
             pg, vector = store.server_versions()
             return Status(self.where, pg, vector, store.stored_model(), store.list_sources(), store.chunk_count(),
-                          store.has_vector_index(), store.schema_current())
+                          store.has_vector_index(), store.schema_current(), log_rows.count(store))
+
+    # --- the answer log ---------------------------------------------------------------------
+    # `allowed`: the sources of the caller's key (None: every source); see store/log_rows.py.
+
+    def log_entries(self, *, since: datetime | None = None, refused: bool = False, unanswered: bool = False,
+                    source: str | None = None, allowed: Sequence[str] | None = None,
+                    limit: int | None = 100) -> list[LogEntry]:
+        """Logged answers, newest first."""
+        self._flush_log()
+        with self.reader() as store:
+            return log_rows.entries(store, since=since, refused=refused, unanswered=unanswered, source=source,
+                                    allowed=allowed, limit=limit)
+
+    def rate(self, answer_id: str, rating: str, comment: str | None = None,
+             allowed: Sequence[str] | None = None) -> str:
+        """Record thumbs up or down (and a comment) on a logged answer; returns its full id."""
+        if rating not in log_rows.RATINGS:
+            raise PgciteError(f"a rating is up or down (got {rating!r})")
+        self._flush_log()
+        with self.writer() as store:
+            full = log_rows.resolve(store, answer_id, allowed)
+            log_rows.rate(store, full, rating, comment, allowed)
+        return full
+
+    def confirm_refusal(self, answer_id: str, allowed: Sequence[str] | None = None) -> str:
+        """Mark a logged refusal as right (the docs do not say): it exports as an unanswerable question."""
+        self._flush_log()
+        with self.writer() as store:
+            full = log_rows.resolve(store, answer_id, allowed)
+            if not log_rows.confirm(store, full, allowed):
+                raise PgciteError(f"answer {full} was not a refusal; only refusals are confirmed", kind="conflict")
+        return full
+
+    def prune_log(self) -> int:
+        """Delete the rows past the retention (answer_log_days); the log's writer also does it hourly."""
+        with self.writer() as store:
+            return log_rows.prune(store, self.settings.answer_log_days)
+
+    def gaps(self, *, since: datetime | None = None, allowed: Sequence[str] | None = None,
+             limit: int = 50, closest: int = 3) -> list[Gap]:
+        """What the docs are missing: the unanswered questions, grouped by need (gaps.py), each with
+        the sections the docs do have that come closest."""
+        from .gaps import Asked, group_questions
+
+        rows = self.log_entries(since=since, unanswered=True, allowed=allowed, limit=None)
+        asked = [Asked(e.id, e.question, e.asked_at, "refused" if e.refused else "down" if e.rating == "down"
+                       else "unsupported") for e in rows]
+        vectors = (self.embedder.embed_documents([a.question for a in asked]) if asked
+                   else np.zeros((0, 1), dtype=np.float32))
+        groups = group_questions(asked, vectors)[:limit]
+        scope = {e.id: e.scope for e in rows}
+        for gap in groups:  # searched within the sources its newest asking could read
+            gap.closest = self.search(gap.examples[0], k=closest, filters=SearchFilter(
+                exclude_flagged=True, allowed_sources=scope[gap.ids[0]]))
+        return groups
+
+    def _flush_log(self) -> None:
+        if self.answer_log is not None:
+            self.answer_log.flush()

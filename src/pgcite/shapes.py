@@ -1,4 +1,5 @@
-"""The JSON shapes of a hit, a search, an answer, a source and an ingest report: one definition for `--json`, the
+"""The JSON shapes of a hit, a search, an answer, a source, an ingest report, a logged answer and the gaps
+report: one definition for `--json`, the
 HTTP API and the chat endpoint's `pgcite` object. Documented in docs/commands.md; fields are only
 ever added."""
 
@@ -14,7 +15,9 @@ from .store.keys import ApiKey
 from .vocabulary import Dropped, Passage, SearchHit
 
 if TYPE_CHECKING:
+    from .gaps import Gap
     from .ingest import IngestReport
+    from .store.log_rows import LogEntry
 
 
 def hit(h: SearchHit) -> dict:
@@ -35,6 +38,7 @@ def dropped(d: Dropped) -> dict:
 
 def answer(a: Answer) -> dict:
     return {
+        "id": a.id,
         "question": a.question,
         "answer": a.text,
         "refused": a.refused,
@@ -58,3 +62,14 @@ def key(k: ApiKey) -> dict:
 
 def ingest_report(r: IngestReport) -> dict:
     return dict(dataclasses.asdict(r), versions=list(r.versions), files_read=r.files_read, seconds=round(r.seconds, 3))
+
+
+def log_entry(e: LogEntry) -> dict:
+    return dict(dataclasses.asdict(e), asked_at=e.asked_at.isoformat(),
+                rated_at=e.rated_at.isoformat() if e.rated_at else None,
+                scope=list(e.scope) if e.scope is not None else None)
+
+
+def gaps(groups: list[Gap]) -> dict:
+    return {"gaps": [{"count": g.count, "last_asked": g.last_asked.isoformat(), "examples": g.examples,
+                      "reasons": g.reasons, "ids": g.ids, "closest": [hit(h) for h in g.closest]} for g in groups]}

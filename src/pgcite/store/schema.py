@@ -122,4 +122,32 @@ MIGRATIONS: list[str] = [
         revoked_at  timestamptz
     );
     """,
+    # 7: the answer log (store/log_rows.py): every answer, what it was built from, and its
+    # feedback. `scope` is the sources the question was asked over (NULL: every source), so a key
+    # scoped to sources sees only the rows asked within them.
+    """
+    CREATE TABLE answer_log (
+        id          uuid PRIMARY KEY,
+        asked_at    timestamptz NOT NULL DEFAULT now(),
+        channel     text NOT NULL,
+        key_name    text,
+        scope       text[],
+        question    text NOT NULL,
+        source      text,
+        path        text,
+        version     text,
+        retrieved   jsonb NOT NULL,
+        answer      text NOT NULL,
+        refused     boolean NOT NULL,
+        checks      jsonb NOT NULL,
+        generator   text NOT NULL,
+        note        text NOT NULL DEFAULT '',
+        latency_ms  int NOT NULL,
+        rating      text CHECK (rating IN ('up', 'down')),
+        comment     text,
+        rated_at    timestamptz,
+        confirmed   boolean NOT NULL DEFAULT false
+    );
+    CREATE INDEX answer_log_asked_at_idx ON answer_log (asked_at);
+    """,
 ]

@@ -1,0 +1,129 @@
+"""The SQL of the answer log (table answer_log, migration 7).
+
+A caller scoped to sources sees a row only when the row's scope (the sources its question was
+asked over) lies within them; a row asked over every source is seen by unscoped callers alone."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Sequence
+
+from psycopg.types.json import Jsonb
+
+from ..errors import PgciteError
+from .database import Store
+
+RATINGS = ("up", "down")
+_VISIBLE = "(%(allowed)s::text[] IS NULL OR (scope IS NOT NULL AND scope <@ %(allowed)s::text[]))"
+# What the gaps report starts from: refused, answered with unsupported claims, or marked down.
+_UNANSWERED = "(refused OR jsonb_array_length(checks -> 'unsupported') > 0 OR rating = 'down')"
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    id: str
+    asked_at: datetime
+    channel: str  # cli, api, chat or page
+    key_name: str | None
+    scope: tuple[str, ...] | None  # the sources the question was asked over; None: every source
+    question: str
+    source: str | None  # the filters it was asked with
+    path: str | None
+    version: str | None
+    retrieved: list[dict]  # the sections past the bar, fed (with their number) and left out
+    answer: str
+    refused: bool
+    checks: dict
+    generator: str
+    note: str
+    latency_ms: int
+    rating: str | None = None
+    comment: str | None = None
+    rated_at: datetime | None = None
+    confirmed: bool = False  # a refusal the team confirmed: the docs do not say
+
+
+_COLUMNS = [f.name for f in dataclasses.fields(LogEntry)]
+_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM answer_log"
+
+
+def _entry(row: tuple) -> LogEntry:
+    values = dict(zip(_COLUMNS, row))
+    values["id"] = str(values["id"])
+    values["scope"] = tuple(values["scope"]) if values["scope"] is not None else None
+    return LogEntry(**values)
+
+
+def insert(store: Store, entries: Sequence[LogEntry]) -> None:
+    columns = _COLUMNS[:16]  # feedback comes later
+    with store.conn.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO answer_log ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "
+            "ON CONFLICT (id) DO NOTHING",
+            [[_value(e, c) for c in columns] for e in entries])
+
+
+def _value(entry: LogEntry, column: str) -> object:
+    value = getattr(entry, column)
+    if column in ("retrieved", "checks"):
+        return Jsonb(value)
+    return list(value) if column == "scope" and value is not None else value
+
+
+def entries(store: Store, *, since: datetime | None = None, refused: bool = False, unanswered: bool = False,
+            source: str | None = None, allowed: Sequence[str] | None = None, limit: int | None = 100) -> list[LogEntry]:
+    """Newest first. refused: only refusals; unanswered: what the gaps report starts from."""
+    rows = store.conn.execute(
+        f"""{_SELECT} WHERE {_VISIBLE} AND (%(since)s::timestamptz IS NULL OR asked_at >= %(since)s)
+            AND (NOT %(refused)s OR refused) AND (NOT %(unanswered)s OR {_UNANSWERED})
+            AND (%(source)s::text IS NULL OR %(source)s = ANY(scope))
+            ORDER BY asked_at DESC, id LIMIT %(limit)s""",
+        {"allowed": _list(allowed), "since": since, "refused": refused, "unanswered": unanswered,
+         "source": source, "limit": limit}).fetchall()
+    return [_entry(r) for r in rows]
+
+
+def resolve(store: Store, id_or_prefix: str, allowed: Sequence[str] | None = None) -> str:
+    """The full id of a row the caller may see, from its id or the first 8 or more of its characters."""
+    text = id_or_prefix.strip().lower()
+    if len(text) < 8 or any(ch not in "0123456789abcdef-" for ch in text):
+        raise PgciteError(f"{id_or_prefix!r} is not an answer id (or its first 8 characters or more); "
+                          "`pgcite log` lists them", kind="not_found")
+    rows = store.conn.execute(
+        f"SELECT id FROM answer_log WHERE {_VISIBLE} AND id::text LIKE %(prefix)s LIMIT 2",
+        {"allowed": _list(allowed), "prefix": text + "%"}).fetchall()
+    if len(rows) != 1:
+        raise PgciteError(f"no logged answer {id_or_prefix!r}" if not rows else
+                          f"{id_or_prefix!r} names more than one logged answer; give more of its id", kind="not_found")
+    return str(rows[0][0])
+
+
+def rate(store: Store, answer_id: str, rating: str, comment: str | None, allowed: Sequence[str] | None = None) -> bool:
+    return store.conn.execute(
+        f"""UPDATE answer_log SET rating = %(rating)s, comment = %(comment)s, rated_at = now()
+            WHERE id = %(id)s AND {_VISIBLE}""",
+        {"rating": rating, "comment": comment or None, "id": answer_id, "allowed": _list(allowed)}).rowcount > 0
+
+
+def confirm(store: Store, answer_id: str, allowed: Sequence[str] | None = None) -> bool:
+    return store.conn.execute(
+        f"UPDATE answer_log SET confirmed = true WHERE id = %(id)s AND refused AND {_VISIBLE}",
+        {"id": answer_id, "allowed": _list(allowed)}).rowcount > 0
+
+
+def prune(store: Store, days: int) -> int:
+    """Delete the rows older than `days` days; 0 keeps every row."""
+    if days <= 0:
+        return 0
+    return store.conn.execute("DELETE FROM answer_log WHERE asked_at < now() - make_interval(days => %s)",
+                              (days,)).rowcount
+
+
+def count(store: Store) -> int:
+    return store.conn.execute("SELECT count(*) FROM answer_log").fetchone()[0]
+
+
+def _list(values: Sequence[str] | None) -> list[str] | None:
+    return list(values) if values is not None else None
