@@ -118,7 +118,8 @@
   const ITEM = /^\s*(?:([-*+])|\d+[.)])\s+/; // group 1: a bullet (else numbered)
   const HEADING = /^#{1,6}\s+/;
   const CITES = /\[[1-9]\d*(?:\s*,\s*[1-9]\d*)*\]/g;
-  const INLINE = /`([^`\n]+)`|\*\*([^*\n]+)\*\*|\[([1-9]\d*(?:\s*,\s*[1-9]\d*)*)\]/g;
+  // `code`, **strong**, [text](link) (in a section, shown as its text: a document's links are data) and [n].
+  const INLINE = /`([^`\n]+)`|\*\*([^*\n]+)\*\*|\[([^\]\n]+)\]\(([^)\s]*)\)|\[([1-9]\d*(?:\s*,\s*[1-9]\d*)*)\]/g;
   const startsBlock = (line) => FENCE.test(line) || ITEM.test(line) || HEADING.test(line);
 
   // ctx: {cite(n) -> node, marks: [{sentence, note, found}]}; without cite, [n] stays text.
@@ -197,10 +198,11 @@
     };
     let last = 0;
     for (const m of raw.matchAll(INLINE)) {
-      const kind = m[1] != null ? "code" : m[2] != null ? "strong" : "cite";
+      const kind = m[1] != null ? "code" : m[2] != null ? "strong" : m[3] != null ? "link" : "cite";
       if (kind === "cite" && !ctx.cite) continue;
+      if (kind === "link" && ctx.cite) continue; // in an answer a link stays as written, its target in sight
       addText(last, m.index);
-      tokens.push({ kind, start: m.index, value: m[1] ?? m[2] ?? m[3] });
+      tokens.push({ kind, start: m.index, value: m[1] ?? m[2] ?? m[3] ?? m[5], target: m[4] });
       last = m.index + m[0].length;
     }
     addText(last, raw.length);
@@ -216,6 +218,7 @@
       const made = token.kind === "text" ? [document.createTextNode(raw.slice(token.start, token.end))]
         : token.kind === "code" ? [el("code", { text: token.value })]
         : token.kind === "strong" ? [el("strong", { text: token.value })]
+        : token.kind === "link" ? [el("span", { class: "doc-link", title: token.target, text: token.value })]
         : token.value.split(",").map((n) => ctx.cite(Number(n.trim())));
       if (group) group.node.append(...made);
       else nodes.push(...made);
