@@ -14,6 +14,7 @@ from email.message import Message
 from pathlib import Path
 from typing import Iterator
 
+import pytest
 import uvicorn
 
 from psycopg.conninfo import make_conninfo
@@ -46,6 +47,23 @@ def warm_app(admin_dsn: str, embedder, root: Path, sources: dict[str, tuple[dict
             yield app
     finally:
         _drop_database(admin_dsn, name)
+
+
+def served(sources: dict[str, tuple[dict[str, str], str]], **settings):
+    """Module fixtures `core` (a warm_app of `sources`) and `base` (its server's URL):
+    `core, base = served({...})` in a test module."""
+
+    @pytest.fixture(scope="module")
+    def core(admin_dsn: str, embedder, tmp_path_factory) -> Iterator[Pgcite]:
+        with warm_app(admin_dsn, embedder, tmp_path_factory.mktemp("app"), sources, **settings) as app:
+            yield app
+
+    @pytest.fixture(scope="module")
+    def base(core: Pgcite) -> Iterator[str]:
+        with running(core) as url:
+            yield url
+
+    return core, base
 
 
 @contextlib.contextmanager

@@ -23,7 +23,7 @@ from pgcite.store import Store
 from pgcite.store import log_rows
 from pgcite.vocabulary import SearchFilter
 from tests.fake_openai import closed_port
-from tests.http_server import call, running, warm_app
+from tests.http_server import call, served, warm_app
 from tests.test_api import DOCS, GADGETS
 
 pytestmark = pytest.mark.slow
@@ -32,17 +32,7 @@ SPIN = "What is the default spin rate?"
 CHARGE = "How long does a gadget take to charge?"
 
 
-@pytest.fixture(scope="module")
-def core(admin_dsn: str, embedder, tmp_path_factory):
-    sources = {"w": (DOCS, "https://widgets.dev/"), "g": (GADGETS, "https://gadgets.dev/")}
-    with warm_app(admin_dsn, embedder, tmp_path_factory.mktemp("log"), sources) as app:
-        yield app
-
-
-@pytest.fixture(scope="module")
-def base(core: Pgcite):
-    with running(core) as url:
-        yield url
+core, base = served({"w": (DOCS, "https://widgets.dev/"), "g": (GADGETS, "https://gadgets.dev/")})
 
 
 @pytest.fixture(scope="module")

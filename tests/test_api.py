@@ -21,7 +21,7 @@ from pgcite.vocabulary import REFUSAL, SearchFilter
 from tests.conftest import _drop_database, _fresh_database
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.test_ask import DOCS as WIDGETS
-from tests.http_server import call, running, warm_app, write_folder
+from tests.http_server import call, running, served, write_folder
 
 pytestmark = pytest.mark.slow
 
@@ -29,17 +29,7 @@ DOCS = {name: text for name, text in WIDGETS.items() if name != "billing.md"}  #
 GADGETS = {"gadgets.md": "# Gadgets\n\n## Charging\n\nA gadget charges in 3 hours from a USB-C port.\n"}
 
 
-@pytest.fixture(scope="module")
-def core(admin_dsn: str, embedder, tmp_path_factory):
-    sources = {"w": (DOCS, "https://widgets.dev/"), "g": (GADGETS, "https://gadgets.dev/")}
-    with warm_app(admin_dsn, embedder, tmp_path_factory.mktemp("api"), sources) as app:
-        yield app
-
-
-@pytest.fixture(scope="module")
-def base(core: Pgcite):
-    with running(core) as url:
-        yield url
+core, base = served({"w": (DOCS, "https://widgets.dev/"), "g": (GADGETS, "https://gadgets.dev/")})
 
 
 def events(base: str, path: str, body: dict) -> tuple[str, list[tuple[str, dict | str]]]:

@@ -18,7 +18,7 @@ import openai
 import pytest
 
 from pgcite.core import Pgcite
-from tests.http_server import call, running, warm_app
+from tests.http_server import call, running, served
 
 pytestmark = pytest.mark.slow
 
@@ -37,18 +37,8 @@ def _zip(docs: dict[str, str]) -> bytes:
     return buffer.getvalue()
 
 
-@pytest.fixture(scope="module")
-def core(admin_dsn: str, embedder, tmp_path_factory):
-    sources = {"alpha": (ALPHA, ""), "beta": (BETA, "")}
-    with warm_app(admin_dsn, embedder, tmp_path_factory.mktemp("access"), sources,
-                  serve_max_request_bytes=10_000, serve_max_upload_bytes=200_000) as app:
-        yield app
-
-
-@pytest.fixture(scope="module")
-def base(core: Pgcite):
-    with running(core) as url:
-        yield url
+core, base = served({"alpha": (ALPHA, ""), "beta": (BETA, "")}, serve_max_request_bytes=10_000,
+                    serve_max_upload_bytes=200_000)
 
 
 def test_without_keys_reads_are_open_and_writes_are_off(base: str, core: Pgcite):

@@ -16,7 +16,7 @@ import pytest
 from pgcite.core import Pgcite
 from pgcite.generation import ChatGenerator
 from tests.fake_openai import FakeOpenAI, Reply
-from tests.http_server import call, running, warm_app
+from tests.http_server import call, running, served
 
 pytestmark = pytest.mark.slow
 
@@ -59,17 +59,7 @@ MARKUP = "How does version 2.3 show markup in section text?"
 UNANSWERABLE = "How do I configure the Kubernetes Helm chart for Okta SSO?"
 
 
-@pytest.fixture(scope="module")
-def core(admin_dsn: str, embedder, tmp_path_factory):
-    sources = {"guide": (GUIDE, "https://docs.example.com/"), "notes": (HOSTILE, "https://notes.example.com/")}
-    with warm_app(admin_dsn, embedder, tmp_path_factory.mktemp("web"), sources) as app:
-        yield app
-
-
-@pytest.fixture(scope="module")
-def base(core: Pgcite):
-    with running(core) as url:
-        yield url
+core, base = served({"guide": (GUIDE, "https://docs.example.com/"), "notes": (HOSTILE, "https://notes.example.com/")})
 
 
 @pytest.fixture(scope="module")
