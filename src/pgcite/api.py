@@ -74,8 +74,8 @@ class AskRequest(BaseModel):
 def create_app(core: Pgcite) -> FastAPI:
     from .admin_api import add_admin_routes
     from .chat_api import add_chat_routes
-    from .web import add_web_routes
     from .log_api import add_log_routes
+    from .web import add_web_routes
 
     jobs = Jobs(core)
     limit = RateLimit(core.settings.serve_rate_limit)
