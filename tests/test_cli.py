@@ -59,6 +59,9 @@ def test_ingest_own_docs_then_search_status_and_sources(env: dict[str, str]):
     status = pgcite("status", env=env)
     assert status.returncode == 0
     assert "all-MiniLM-L6-v2 (384 dims)" in status.stdout and "vector index built" in status.stdout
+    facts = json.loads(pgcite("status", "--json", env=env).stdout)
+    assert facts["model"] == {"name": "all-MiniLM-L6-v2", "dimension": 384} and facts["vector_index"]
+    assert facts["sources"][0]["name"] == "pgcite" and facts["chunks"] > 100 and facts["answer_log"] is True
 
     listed = pgcite("sources", env=env)
     assert "pgcite" in listed.stdout and "links https://pgcite.dev/" in listed.stdout

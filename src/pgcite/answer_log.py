@@ -74,7 +74,7 @@ class AnswerLog:
         try:
             self._queue.put_nowait(entry)
         except queue.Full:
-            self.dropped += 1
+            self._drop(1, "more answers waiting than the queue holds")
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until every recorded answer is written (or dropped); False on timeout."""
@@ -98,6 +98,12 @@ class AnswerLog:
         self._thread.join(timeout)
         self._thread = None
 
+    def _drop(self, count: int, why: str) -> None:
+        with self._lock:
+            self.dropped += count
+            self.last_error = why
+        log.warning("answer log: %d answers not logged: %s", count, why)
+
     def _run(self) -> None:
         store: Store | None = None
         next_prune = 0.0
@@ -119,9 +125,7 @@ class AnswerLog:
                         next_prune = time.monotonic() + self.PRUNE_EVERY
                     log_rows.insert(store, entries)
             except Exception as exc:  # the log must never take the server down with it
-                self.dropped += len(entries)
-                self.last_error = (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]
-                log.warning("answer log: %d answers not logged: %s", len(entries), self.last_error)
+                self._drop(len(entries), (str(exc).strip().splitlines() or [exc.__class__.__name__])[0])
                 if store is not None:
                     store.close()
                 store = None

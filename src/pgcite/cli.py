@@ -224,12 +224,16 @@ def ask(
 
 
 @app.command()
-def status() -> None:
+def status(as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False) -> None:
     """Where the data lives, which model it was embedded with, and what is stored."""
+    from . import shapes
     from .core import Pgcite
 
     with Pgcite(_settings()) as app:
         st = app.status()
+    if as_json:
+        print(json.dumps(shapes.status(st, app.settings.answer_log), ensure_ascii=False))
+        return
     out.print(f"database: {escape(st.database)} (PostgreSQL {st.postgres}, pgvector {st.pgvector})")
     out.print("model:    " + (f"{st.model[0]} ({st.model[1]} dims)" if st.model else "none yet (nothing ingested)"))
     out.print(f"stored:   {len(st.sources)} sources, {sum(r.documents for r in st.sources)} documents, {st.chunks} chunks; "

@@ -323,9 +323,9 @@ class Pgcite:
              limit: int = 50, closest: int = 3) -> list[Gap]:
         """What the docs are missing: the unanswered questions, grouped by need (gaps.py), each with
         the sections the docs do have that come closest."""
-        from .gaps import Asked, group_questions
+        from .gaps import MAX_QUESTIONS, Asked, group_questions
 
-        rows = self.log_entries(since=since, unanswered=True, allowed=allowed, limit=None)
+        rows = self.log_entries(since=since, unanswered=True, allowed=allowed, limit=MAX_QUESTIONS)
         asked = [Asked(e.id, e.question, e.asked_at, "refused" if e.refused else "down" if e.rating == "down"
                        else "unsupported") for e in rows]
         vectors = (self.embedder.embed_documents([a.question for a in asked]) if asked

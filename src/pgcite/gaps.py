@@ -18,8 +18,9 @@ import numpy as np
 
 METHOD = "complete"  # linkage: two groups merge only if every pair of their questions is close
 THRESHOLD = 0.60  # cosine distance at which groups are cut (bench/gaps.py)
-WORDS = 0.50  # word similarity at which two questions count as close whatever their embeddings
+WORDS = 0.45  # word similarity at which two questions count as close whatever their embeddings
 EXAMPLES = 3  # distinct wordings shown per group
+MAX_QUESTIONS = 2000  # the newest unanswered questions grouped at once (the distance matrix is n x n)
 TYPO_RATIO = 0.85  # difflib ratio at which a word of 5+ letters one typo from another is that word
 STOPWORDS = frozenset("""a an the and or but if of to in on at by for from with without into over under
 about as via per is are was were be been being am do does did done have has had can could will would shall

@@ -1,5 +1,5 @@
-"""The JSON shapes of a hit, a search, an answer, a source, an ingest report, a logged answer and the gaps
-report: one definition for `--json`, the
+"""The JSON shapes of a hit, a search, an answer, a source, the status, an ingest report, a logged answer and
+the gaps report: one definition for `--json`, the
 HTTP API and the chat endpoint's `pgcite` object. Documented in docs/commands.md; fields are only
 ever added."""
 
@@ -15,6 +15,7 @@ from .store.keys import ApiKey
 from .vocabulary import Dropped, Passage, SearchHit
 
 if TYPE_CHECKING:
+    from .core import Status
     from .gaps import Gap
     from .ingest import IngestReport
     from .store.log_rows import LogEntry
@@ -50,6 +51,11 @@ def answer(a: Answer) -> dict:
         "usage": dataclasses.asdict(a.usage),
         "note": a.note,
     }
+
+
+def status(st: Status, answer_log: bool) -> dict:
+    return dict(dataclasses.asdict(st), model=({"name": st.model[0], "dimension": st.model[1]} if st.model else None),
+                sources=[source(s) for s in st.sources], answer_log=answer_log)
 
 
 def source(s: SourceInfo) -> dict:
