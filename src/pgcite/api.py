@@ -29,6 +29,7 @@ from .core import Pgcite
 from .errors import PgciteError
 from .http_limits import BodyLimit, RateLimit, RateLimited
 from .jobs import Jobs
+from .retrieval import MAX_K
 from .store import SEARCH_MODES
 from .vocabulary import Delta, SearchFilter, Sources
 
@@ -36,7 +37,6 @@ log = logging.getLogger("pgcite.api")
 
 MAX_QUESTION_CHARS = 4000
 PAGE_HEADER = "x-pgcite-client"  # the web page sends "page", so the log tells its questions apart
-MAX_K = 100
 Mode = Literal[SEARCH_MODES]  # type: ignore[valid-type]  # "vector" | "text" | "hybrid"
 
 

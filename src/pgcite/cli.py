@@ -28,7 +28,7 @@ keys_app = typer.Typer(help="API keys for `pgcite serve`: create, list, revoke."
 app.add_typer(keys_app, name="keys")
 
 out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per message, also in a log
 
 
 def _settings() -> Settings:

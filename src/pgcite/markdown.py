@@ -92,20 +92,31 @@ _TOML_FRONT_MATTER = re.compile(r"\A\+\+\+[ \t]*\n(.*?)^\+\+\+[ \t]*$\n?", re.DO
 _BLANK_RUN = re.compile(r"\n[ \t]*(?:\n[ \t]*)+\n")
 
 
+class _FrontMatterLoader(yaml.SafeLoader):
+    """Front matter is a few plain fields: an alias is refused rather than expanded, so a
+    "billion laughs" page cannot take gigabytes when its title is read."""
+
+    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.YAMLError("front matter uses a YAML alias")
+        return super().compose_node(parent, index)
+
+
 def split_front_matter(text: str) -> tuple[str, dict[str, Any]]:
     """(body, front matter): YAML between `---` lines, or TOML between `+++` lines (Hugo). Front
-    matter that does not parse, or is not a mapping, is dropped all the same."""
+    matter that does not parse, uses YAML aliases, nests thousands deep or is not a mapping is
+    dropped all the same."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
     data: object = None
     if match := _YAML_FRONT_MATTER.match(text):
         try:
-            data = yaml.safe_load(match.group(1))
-        except yaml.YAMLError:
+            data = yaml.load(match.group(1), Loader=_FrontMatterLoader)  # noqa: S506 (a safe loader)
+        except (yaml.YAMLError, RecursionError):  # RecursionError: nested thousands deep
             pass
     elif match := _TOML_FRONT_MATTER.match(text):
         try:
             data = tomllib.loads(match.group(1))
-        except tomllib.TOMLDecodeError:
+        except (tomllib.TOMLDecodeError, RecursionError):
             pass
     if not match:
         return text, {}
@@ -270,6 +281,6 @@ def parse_body(body: str, front_matter: dict[str, Any], fallback_title: str,
         sections.append(Section(tuple(t for _, t in stack), anchor, tuple(blocks)))
 
     if title is None:
-        fm_title = front_matter.get("title")
-        title = str(fm_title).strip() if fm_title else fallback_title
+        fm_title = front_matter.get("title")  # a title is a string (a number at most), not a structure
+        title = str(fm_title).strip() if isinstance(fm_title, (str, int, float)) and fm_title else fallback_title
     return ParsedDocument(title or fallback_title, front_matter, tuple(sections))

@@ -40,6 +40,7 @@ WORD_MATCH_COVERAGE = 0.55
 WORD_MATCH_SLACK = 0.17
 # How many candidates "widely" may mean at most: beyond a few dozen, a chunk is never fed.
 MAX_CANDIDATES = 50
+MAX_K = 100  # the most results one search returns (CLI and HTTP alike)
 # Word 3-shingle Jaccard similarity above which two chunks count as the same passage.
 NEAR_DUPLICATE = 0.6
 
@@ -67,8 +68,8 @@ def search(
     filters: SearchFilter = SearchFilter(),
 ) -> list[SearchHit]:
     """The k best chunks, best first (what `pgcite search` shows)."""
-    if k < 1:
-        raise PgciteError(f"k must be at least 1 (got {k})")
+    if not 1 <= k <= MAX_K:
+        raise PgciteError(f"k is from 1 to {MAX_K} (got {k})")
     return store.search(_embed_question(store, embedder, query), query, k, mode=mode, filters=filters,
                         demote_changelogs=not is_release_question(query))
 

@@ -357,7 +357,10 @@ class Store:
 
     def remove_source(self, name: str) -> bool:
         with self.conn.transaction():
-            return self.conn.execute("DELETE FROM sources WHERE name = %s", (name,)).rowcount > 0
+            removed = self.conn.execute("DELETE FROM sources WHERE name = %s", (name,)).rowcount > 0
+        if removed:  # its words no longer count in BM25
+            self.refresh_statistics()
+        return removed
 
     def list_sources(self) -> list[SourceInfo]:
         rows = self.conn.execute(
@@ -397,6 +400,10 @@ class Store:
                 f"CREATE INDEX IF NOT EXISTS {self.VECTOR_INDEX} ON chunks USING hnsw (embedding vector_cosine_ops)"
             )
             self.conn.execute("RESET maintenance_work_mem")
+        self.refresh_statistics()
+
+    def refresh_statistics(self) -> None:
+        """BM25's statistics (materialized views) from the chunks stored now."""
         self.conn.execute("REFRESH MATERIALIZED VIEW lexeme_idf")
         self.conn.execute("REFRESH MATERIALIZED VIEW source_stats")
 

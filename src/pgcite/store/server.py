@@ -88,8 +88,10 @@ def _ensure_database(admin_uri: str) -> None:
         if not exists:
             try:
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
-            except psycopg.errors.DuplicateDatabase:
-                pass  # another pgcite process created it first
+            # Another pgcite process created it first: it says so, or, when both inserted into
+            # pg_database at the same moment, the catalog's unique index does.
+            except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
+                pass
 
 
 def running_pid(home: Path) -> int | None:

@@ -1,0 +1,102 @@
+"""Reliability (issue 15): each case here reproduced a defect found by trying to break pgcite, and
+keeps it fixed. Hostile pages and values get one clear line and lose nothing; processes started
+at once do not trip over each other."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pgcite.config import Settings
+from pgcite.core import Pgcite
+from pgcite.markdown import parse, split_front_matter
+from tests.http_server import write_folder
+
+REPO = Path(__file__).resolve().parents[1]
+BILLION_LAUGHS = "---\n" + "a0: &a0 lol\n" + "".join(
+    f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 10)}]\n" for n in range(1, 10)) + "title: *a9\n---\n# Laughs\n\nText.\n"
+
+
+def pgcite(*args: str, env: dict[str, str], timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pgcite", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO)
+
+
+def _own_env(**extra: str) -> dict[str, str]:
+    """The environment without this machine's PGCITE_* settings."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("PGCITE_")}, **extra}
+
+
+def test_front_matter_aliases_are_refused_not_expanded():
+    """A "billion laughs" title grew one ingest to 4.2 GB: parsing it must stay small and quick,
+    in a child process held to 1 GB of address space."""
+    script = textwrap.dedent(f"""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+        from pgcite.markdown import parse
+        doc = parse({BILLION_LAUGHS!r}, "fallback")
+        assert doc.title == "Laughs" and doc.front_matter == {{}}, (doc.title[:80], list(doc.front_matter)[:3])
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("front_matter", [
+    "---\ntitle: " + "[" * 10_000 + "]" * 10_000 + "\n---\n",  # YAML nested 10,000 deep
+    "+++\ntitle = " + "[" * 10_000 + "]" * 10_000 + "\n+++\n",  # TOML too
+    "---\ntitle: [1, 2, 3]\n---\n",  # a title that is not a string
+])
+def test_front_matter_that_cannot_be_a_title_is_dropped(front_matter: str):
+    body, data = split_front_matter(front_matter + "# Heading\n\nText.\n")
+    assert body.startswith("# Heading")
+    assert parse(front_matter + "Text.\n", "fallback").title == "fallback"
+
+
+def test_two_first_commands_at_once_in_a_fresh_home(server_tmp: Path):
+    """Both created the pgcite database; one failed on pg_database's unique index (4 of 4 tries)."""
+    env = _own_env(PGCITE_HOME=str(server_tmp / "home"))
+    try:
+        started = [subprocess.Popen([sys.executable, "-m", "pgcite", "status"], env=env, cwd=REPO, text=True,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+        results = [(p.wait(timeout=300), p.stderr.read()) for p in started]
+        assert all(code == 0 for code, _ in results), results
+    finally:
+        pgcite("stop", env=env)
+
+
+def test_a_huge_k_is_a_clear_error_not_a_database_one(database_url: str, tmp_path: Path):
+    env = _own_env(PGCITE_DATABASE_URL=database_url, PGCITE_HOME=str(tmp_path / "home"))
+    done = pgcite("search", "anything", "-k", "100000000000000000000", env=env)
+    assert done.returncode == 1 and "k is from 1 to 100" in done.stderr, done.stderr
+    assert "bigint" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_skip_line_is_one_line_in_a_log(database_url: str, tmp_path: Path):
+    """Skip messages wrapped at 80 columns when stderr was not a terminal."""
+    folder = tmp_path / "docs"
+    write_folder(folder, {"guide.md": "# Guide\n\nText.\n"})
+    long_name = "a-page-whose-name-is-long-enough-to-wrap-any-eighty-column-line-" + "x" * 40 + ".md"
+    (folder / long_name).write_bytes(b"\x00\x01binary" * 100)
+    env = _own_env(PGCITE_DATABASE_URL=database_url, PGCITE_HOME=str(tmp_path / "home"), COLUMNS="80")
+    done = pgcite("ingest", str(folder), "--source", "docs", env=env)
+    assert done.returncode == 0, done.stderr
+    skipped = [line for line in done.stderr.splitlines() if line.startswith("skipped")]
+    assert len(skipped) == 1 and long_name in skipped[0] and "binary" in skipped[0], done.stderr
+
+
+@pytest.mark.slow
+def test_removing_a_source_removes_its_words_from_bm25(settings: Settings, embedder, tmp_path: Path):
+    with Pgcite(settings, embedder=embedder) as app:
+        app.ingest(write_folder(tmp_path / "a", {"a.md": "# Alpha\n\nThe zebrafish protocol.\n"}), source="a")
+        app.ingest(write_folder(tmp_path / "b", {"b.md": "# Beta\n\nThe otter protocol.\n"}), source="b")
+        app.remove_source("a")
+        with app.reader() as store:
+            left = store.conn.execute("SELECT DISTINCT source FROM lexeme_idf").fetchall()
+            stats = store.conn.execute("SELECT source FROM source_stats").fetchall()
+        assert left == [("b",)] and stats == [("b",)]
+        assert app.search("otter protocol", k=1)[0].source == "b"
