@@ -4,6 +4,7 @@ at once do not trip over each other."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -100,3 +101,29 @@ def test_removing_a_source_removes_its_words_from_bm25(settings: Settings, embed
             stats = store.conn.execute("SELECT source FROM source_stats").fetchall()
         assert left == [("b",)] and stats == [("b",)]
         assert app.search("otter protocol", k=1)[0].source == "b"
+
+
+def test_one_bad_file_costs_that_file_alone(database_url: str, tmp_path: Path):
+    """A file name that is not UTF-8, front matter nested 10,000 deep and a NUL byte after the
+    first 8 KB each stopped the whole ingest (a traceback, or a database error naming no file)."""
+    folder = tmp_path / "docs"
+    write_folder(folder, {
+        "guide.md": "# Guide\n\n## Setup\n\nThe quokka setting is 7.\n",
+        "nested.md": "---\ntitle: " + "[" * 10_000 + "]" * 10_000 + "\n---\n# Nested\n\nText about wombats.\n",
+        "late-nul.md": "# Late\n\n" + "word " * 2000 + "\x00 tail\n",
+    })
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.md"), "wb") as f:
+        f.write(b"# Cafe\n\nText.\n")
+    env = _own_env(PGCITE_DATABASE_URL=database_url, PGCITE_HOME=str(tmp_path / "home"))
+    done = pgcite("ingest", str(folder), "--source", "docs", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    reasons = {s["path"]: s["reason"] for s in report["skipped"]}
+    assert reasons.keys() == {"caf\\xe9.md", "late-nul.md"}, reasons
+    assert reasons["caf\\xe9.md"] == "file name is not valid UTF-8: rename it"
+    assert reasons["late-nul.md"].startswith("a NUL byte at offset 10008")
+    assert report["new"] == 2 and "Traceback" not in done.stderr
+    assert len([line for line in done.stderr.splitlines() if line.startswith("skipped")]) == 2
+    found = json.loads(pgcite("search", "quokka setting", "-k", "1", "--json", env=env).stdout)["results"]
+    assert found[0]["path"] == "guide.md"
+    assert json.loads(pgcite("status", "--json", env=env).stdout)["vector_index"]

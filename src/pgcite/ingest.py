@@ -15,6 +15,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+import psycopg
+
 from .chunking import Chunk, chunk_by_headings, chunk_fixed
 from .config import Settings
 from .embedding import Embedder
@@ -167,12 +169,16 @@ def ingest(
                         item.checksum, settings, budget, site.name, site.digest(stored[item.path][1])):
                     report.unchanged += 1
                 else:
-                    page = site.render(item)
+                    try:
+                        page = site.render(item)
+                        chunks = chunk_document(page.parsed, settings, embedder, budget)
+                    except Exception as exc:  # one page that cannot be read costs that page alone
+                        report.skipped.append(Skipped(item.path, f"could not be read: {_one_line(exc)}"))
+                        continue
                     report.problems += [f"{item.path}: {problem}" for problem in page.problems]
                     checksum = processing_checksum(item.checksum, settings, budget, site.name,
                                                    site.digest(page.included))
-                    pending.append(_Pending(page, checksum, chunk_document(page.parsed, settings, embedder, budget),
-                                            is_new=item.path not in known))
+                    pending.append(_Pending(page, checksum, chunks, is_new=item.path not in known))
                     if sum(len(p.chunks) for p in pending) >= WRITE_BATCH:
                         writer.submit(pending)
                         pending = []
@@ -191,6 +197,10 @@ def ingest(
             store.refresh_indexes()  # even after a failure: the index dropped for a bulk load comes back
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _one_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [exc.__class__.__name__])[0][:300]
 
 
 def _no_pages(source: Source, site: Site) -> str:
@@ -267,8 +277,13 @@ class _Writer:
                 )
                 for c in p.chunks
             ]
-            self.store.replace_document(source_name, page.path, page.title, join_url(base_url, page.route),
-                                        p.checksum, rows, page.version or version, page.kind, page.included)
+            try:
+                self.store.replace_document(source_name, page.path, page.title, join_url(base_url, page.route),
+                                            p.checksum, rows, page.version or version, page.kind, page.included)
+            except (psycopg.errors.DataError, psycopg.errors.ProgramLimitExceeded) as exc:
+                # What this page holds, not the database: say so for the page, and go on.
+                report.skipped.append(Skipped(page.path, f"could not be stored: {_one_line(exc)}"))
+                continue
             report.flagged += [f"{page.path} > {r.heading or page.title}: {', '.join(r.flags)}" for r in rows if r.flags]
             if p.is_new:
                 report.new += 1

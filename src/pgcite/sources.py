@@ -201,14 +201,20 @@ def _oserror_reason(err: OSError) -> str:
 
 def _to_record(path: str, raw: bytes, limits: Limits) -> Document | Skipped:
     """Turn raw bytes into a Document, or say why they are not Markdown text."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:  # a name of undecodable bytes (kept as surrogates) cannot be stored
+        shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")  # caf\xe9.md
+        return Skipped(shown, "file name is not valid UTF-8: rename it")
     if len(raw) > limits.max_file_bytes:
         return Skipped(path, _too_big(len(raw), limits))
     if not raw.strip():
         return Skipped(path, "empty file")
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         return Skipped(path, "UTF-16 text, not UTF-8: save it as UTF-8")
-    if b"\x00" in raw[:BINARY_SNIFF_BYTES]:
-        return Skipped(path, "binary file, not Markdown text")
+    if (nul := raw.find(b"\x00")) >= 0:
+        return Skipped(path, "binary file, not Markdown text" if nul < BINARY_SNIFF_BYTES else
+                       f"a NUL byte at offset {nul}, which text cannot hold: remove it")
     # Strip the BOM ourselves (not "utf-8-sig") so error offsets count from byte 0.
     bom = 3 if raw.startswith(b"\xef\xbb\xbf") else 0
     try:
