@@ -30,7 +30,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Sequence, Union
+from typing import Callable, Sequence, Union
 
 import numpy as np
 
@@ -120,6 +120,8 @@ class FakeOpenAI:
     api_key: str | None = None
     # How each streamed chat reply ended: "finished", or "aborted" when the client hung up.
     outcomes: list[str] = field(default_factory=list)
+    # The vector of a text, as (text, dimension) -> list; default fake_vector. A lying server's.
+    vector: Callable[[str, int], list[float]] = fake_vector
 
     def __post_init__(self) -> None:
         fake = self
@@ -186,7 +188,7 @@ class FakeOpenAI:
                     self._error(404, f"model {body.get('model')} not found")
                     return
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                data = [{"object": "embedding", "index": i, "embedding": fake_vector(t, fake.dimension)}
+                data = [{"object": "embedding", "index": i, "embedding": fake.vector(t, fake.dimension)}
                         for i, t in enumerate(inputs)]
                 self._send(200, {"object": "list", "data": data, "model": fake.model,
                                  "usage": {"prompt_tokens": 0, "total_tokens": 0}})

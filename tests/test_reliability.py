@@ -4,6 +4,7 @@ at once do not trip over each other."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -15,7 +16,9 @@ import pytest
 
 from pgcite.config import Settings
 from pgcite.core import Pgcite
+from pgcite.errors import ModelMismatchError
 from pgcite.markdown import parse, split_front_matter
+from tests.fake_openai import FakeOpenAI
 from tests.http_server import write_folder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -127,3 +130,45 @@ def test_one_bad_file_costs_that_file_alone(database_url: str, tmp_path: Path):
     found = json.loads(pgcite("search", "quokka setting", "-k", "1", "--json", env=env).stdout)["results"]
     assert found[0]["path"] == "guide.md"
     assert json.loads(pgcite("status", "--json", env=env).stdout)["vector_index"]
+
+
+@pytest.mark.slow
+def test_a_text_repeated_in_one_ingest_is_embedded_once_and_not_called_reused(settings: Settings, embedder,
+                                                                              tmp_path: Path):
+    """100,000 identical chunks read "1 chunks embedded, 99872 reused": reused from the same run
+    is not reused, and a repeat in the batch after its first was embedded twice."""
+    pages = {f"page{n:03}.md": "# Notice\n\nThis page is kept for old links.\n" for n in range(300)}  # > 2 batches
+    folder = write_folder(tmp_path / "docs", pages)
+    with Pgcite(settings, embedder=embedder) as app:
+        first = app.ingest(folder, source="docs")
+        assert (first.chunks_embedded, first.chunks_reused, first.chunks_repeated) == (1, 0, 299)
+        assert "1 chunks embedded, 0 reused, 299 repeated" in first.summary()
+        (tmp_path / "docs" / "page000.md").write_text("# Notice\n\nThis page is kept for old links.\n\nMoved.\n")
+        again = app.ingest(folder, source="docs")
+        assert (again.changed, again.chunks_embedded, again.chunks_reused, again.chunks_repeated) == (1, 1, 0, 0)
+
+
+def test_an_embedding_server_returning_nan_is_named_not_the_database(database_url: str, tmp_path: Path):
+    """It read `error: database: NaN not allowed in vector; check the server`."""
+    folder = write_folder(tmp_path / "docs", {"guide.md": "# Guide\n\nText.\n"})
+    with FakeOpenAI(dimension=8, vector=lambda text, dim: [float("nan")] * dim) as fake:
+        env = _own_env(PGCITE_DATABASE_URL=database_url, PGCITE_HOME=str(tmp_path / "home"),
+                       PGCITE_EMBEDDING_URL=fake.url, PGCITE_EMBEDDING_MODEL=fake.model)
+        done = pgcite("ingest", folder, "--source", "docs", env=env)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"the embedding server at {fake.url} returned 1 of 1 vectors holding NaN" in done.stderr, done.stderr
+    assert "database" not in done.stderr
+
+
+@pytest.mark.slow
+def test_another_dimension_under_the_stored_models_name_says_so(settings: Settings, embedder, tmp_path: Path):
+    """A 512-dimension server under the bundled model's name was told to set the name it had."""
+    with Pgcite(settings, embedder=embedder) as app:
+        app.ingest(write_folder(tmp_path / "docs", {"guide.md": "# Guide\n\nText.\n"}), source="docs")
+    with FakeOpenAI(dimension=512, model="all-MiniLM-L6-v2") as fake:
+        remote = dataclasses.replace(settings, embedding_url=fake.url, embedding_model=fake.model)
+        with Pgcite(remote) as app, pytest.raises(ModelMismatchError) as caught:
+            app.search("anything")
+    message = str(caught.value)
+    assert "512-dimensional vectors under the name all-MiniLM-L6-v2" in message
+    assert "384-dimensional" in message and "set PGCITE_EMBEDDING_MODEL" not in message

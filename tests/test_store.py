@@ -47,7 +47,7 @@ def test_model_is_recorded_and_another_model_is_refused(settings: Settings):
         assert store.stored_model() == ("m", 16)
         with pytest.raises(ModelMismatchError, match=r"holds vectors of m \(16 dims\).*other-model"):
             store.bind_model("other-model", 16)
-        with pytest.raises(ModelMismatchError, match=r"\(768 dims\)"):
+        with pytest.raises(ModelMismatchError, match=r"768-dimensional vectors under the name m.*16-dimensional"):
             store.check_model("m", 768)
 
 

@@ -159,7 +159,19 @@ class OpenAIEmbedder(_TokenCounting):
                 f"the embedding server at {self.url} answered HTTP {exc.status_code} after retries; "
                 "check its logs and try again"
             ) from None
-        return _normalise(np.array(rows, dtype=np.float32))
+        return self._checked(rows)
+
+    def _checked(self, rows: list[list[float]]) -> np.ndarray:
+        """The server's vectors as a matrix, or a clear error for ones no index can hold."""
+        if len({len(r) for r in rows}) > 1:
+            raise EmbeddingError(f"the embedding server at {self.url} returned vectors of different lengths "
+                                 f"({', '.join(sorted({str(len(r)) for r in rows}))}); check the model it serves")
+        matrix = np.array(rows, dtype=np.float32).reshape(len(rows), -1)
+        if bad := int((~np.isfinite(matrix).all(axis=1) | ~matrix.any(axis=1)).sum()):
+            raise EmbeddingError(f"the embedding server at {self.url} returned {bad} of {len(rows)} vectors holding "
+                                 "NaN, infinity or only zeros; the model on that server is broken (check its logs "
+                                 "and its quantisation)")
+        return _normalise(matrix)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

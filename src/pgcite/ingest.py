@@ -38,7 +38,8 @@ class IngestReport:
     skipped: list[Skipped] = field(default_factory=list)
     others: int = 0  # files that are not pages of the site (counted, not read)
     chunks_embedded: int = 0
-    chunks_reused: int = 0
+    chunks_reused: int = 0  # their vectors were stored before this ingest
+    chunks_repeated: int = 0  # their text was another chunk's of this same ingest (embedded once)
     seconds: float = 0.0
     site: str = ""
     base_url: str = ""
@@ -58,7 +59,8 @@ class IngestReport:
         return (
             f"{self.source}: {self.new} new, {self.changed} changed, {self.unchanged} unchanged, "
             f"{self.removed} removed, {len(self.skipped)} skipped files, {self.others} other files; "
-            f"{self.chunks_embedded} chunks embedded, {self.chunks_reused} reused; {self.site} site{versions}; "
+            f"{self.chunks_embedded} chunks embedded, {self.chunks_reused} reused"
+            f"{f', {self.chunks_repeated} repeated' if self.chunks_repeated else ''}; {self.site} site{versions}; "
             f"{self.seconds:.1f} s"
         )
 
@@ -210,9 +212,10 @@ def _no_pages(source: Source, site: Site) -> str:
 
 
 class _Writer:
-    """Embeds one batch of files on a worker thread while the caller stores the batch before it
-    and reads the next: the model (ONNX Runtime, which releases the GIL) is never left waiting
-    on reading, chunking or the database. Each file is stored in its own transaction."""
+    """Embeds one batch of files on a worker thread while the caller reads and chunks the next:
+    the model (ONNX Runtime, which releases the GIL) is not left waiting on reading or chunking.
+    Each file is stored in its own transaction, before the next batch looks up its cache, so a
+    text is embedded once per ingest however often it repeats."""
 
     def __init__(self, source_name: str, base_url: str, version: str, store: Store, embedder: Embedder,
                  report: IngestReport, progress: Progress | None) -> None:
@@ -220,21 +223,30 @@ class _Writer:
         self.store, self.embedder, self.report, self.progress = store, embedder, report, progress
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgcite-embed")
         self._in_flight: tuple[list[_Pending], dict[int, str], Future] | None = None
+        self._seen: set[bytes] = set()  # texts of this ingest so far, embedded or reused
 
     def submit(self, pending: list[_Pending]) -> None:
-        """Start embedding `pending` (what the cache lacks), then store the batch before it."""
+        """Store the batch before (its vectors then serve this one as cache), then start embedding
+        what the cache lacks of `pending`."""
         if not pending:
             return
+        self.finish()
         # The cache key is the exact text the model sees, prefix included.
         hashes = {id(c): embed_hash(self.embedder.model, self.embedder.document_prefix + c.embed_text)
                   for p in pending for c in p.chunks}
         vectors = self.store.cached_embeddings(list(set(hashes.values())))
-        self.report.chunks_reused += sum(1 for h in hashes.values() if h in vectors)
-        missing = list({h: c.embed_text for p in pending for c in p.chunks
-                        if (h := hashes[id(c)]) not in vectors}.items())
-        job = (pending, hashes, self._worker.submit(self._embed, missing, vectors, pending[-1].page.path))
-        self.finish()
-        self._in_flight = job
+        missing: dict[bytes, str] = {}
+        for c in (c for p in pending for c in p.chunks):
+            h = hashes[id(c)]
+            if h in self._seen:
+                self.report.chunks_repeated += 1
+            elif h in vectors:
+                self.report.chunks_reused += 1
+            else:
+                missing[h] = c.embed_text
+            self._seen.add(h)
+        self._in_flight = (pending, hashes, self._worker.submit(self._embed, list(missing.items()), vectors,
+                                                                pending[-1].page.path))
 
     def finish(self) -> None:
         """Store the batch being embedded, once its vectors are there."""

@@ -262,6 +262,12 @@ class Store:
             raise StoreError(f"nothing has been ingested into {self.where} yet; ingest a folder first (`pgcite ingest FOLDER`)",
                              kind="conflict")
         stored_model, stored_dim = stored
+        if stored_model == model and dimension is not None and dimension != stored_dim:
+            raise ModelMismatchError(
+                f"the embedding model answers with {dimension}-dimensional vectors under the name {model}, but the "
+                f"database holds {stored_dim}-dimensional vectors of that name: the server runs another model; "
+                "point PGCITE_EMBEDDING_URL at one serving the model the database was built with, or use a fresh "
+                "database (PGCITE_HOME / PGCITE_DATABASE_URL) and re-ingest")
         if stored_model != model or (dimension is not None and dimension != stored_dim):
             asked = f"{model}" + (f" ({dimension} dims)" if dimension is not None else "")
             raise ModelMismatchError(
