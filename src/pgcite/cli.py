@@ -111,14 +111,27 @@ def ingest(
     as_json: Annotated[bool, typer.Option("--json", help="The report as one JSON object on stdout.")] = False,
 ) -> None:
     """Read Markdown, chunk it, embed it and store it. Re-running only does what changed."""
-    from . import shapes
     from .core import Pgcite
 
+    from .ingest import IngestInterrupted
+
     name = source or _default_source_name(location)
-    with Pgcite(_settings()) as app, _Progress(name) as progress:
-        report = app.ingest(location, source=name, base_url=base_url, exclude=exclude or (), version=version,
-                            site=site, route_base=route_base, include_root=include_root, chunk_tokens=chunk_tokens,
-                            progress=progress)
+    try:
+        with Pgcite(_settings()) as app, _Progress(name) as progress:
+            report = app.ingest(location, source=name, base_url=base_url, exclude=exclude or (), version=version,
+                                site=site, route_base=route_base, include_root=include_root,
+                                chunk_tokens=chunk_tokens, progress=progress)
+    except IngestInterrupted as stopped:  # what was read so far is said all the same
+        _report_ingest(stopped.report, as_json)
+        err.print("interrupted; what was stored stays consistent (each file is one transaction), and the next "
+                  "ingest reads the rest")
+        raise typer.Exit(130) from None
+    _report_ingest(report, as_json)
+
+
+def _report_ingest(report, as_json: bool) -> None:
+    from . import shapes
+
     for skipped in report.skipped:
         err.print(f"[yellow]skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}")
     for problem in report.problems:

@@ -65,6 +65,14 @@ class IngestReport:
         )
 
 
+class IngestInterrupted(KeyboardInterrupt):
+    """Ctrl-C during an ingest, raised once its end has run: what was read so far is `report`."""
+
+    def __init__(self, report: IngestReport) -> None:
+        super().__init__("interrupted")
+        self.report = report
+
+
 def chunk_budget(settings: Settings, embedder: Embedder) -> int:
     """Tokens per chunk, breadcrumb included: the model's window less [CLS], [SEP] and the
     document prefix."""
@@ -161,6 +169,7 @@ def ingest(
 
         seen: set[str] = set()
         pending: list[_Pending] = []
+        interrupted = False
         writer = _Writer(source_name, base_url, version, store, embedder, report, progress)
         try:
             for item in source.scan():
@@ -194,10 +203,18 @@ def ingest(
                     store.remove_source(source_name)
                 raise SourceError(_no_pages(source, site))
             report.removed = store.delete_documents(source_name, sorted(set(known) - seen))
+        except KeyboardInterrupt:
+            interrupted = True
         finally:
             writer.close()
-            store.refresh_indexes()  # even after a failure: the index dropped for a bulk load comes back
+            if not interrupted:  # even after a failure: the index dropped for a bulk load comes back
+                store.refresh_indexes()
+    if interrupted:  # Ctrl-C may have left the connection mid-command: end on a new one
+        with Store.open(settings) as fresh:
+            fresh.refresh_indexes()
     report.seconds = time.perf_counter() - started
+    if interrupted:
+        raise IngestInterrupted(report)
     return report
 
 

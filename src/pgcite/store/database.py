@@ -11,6 +11,7 @@ import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import errors as pgerrors
+from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
 from ..config import Settings
@@ -303,7 +304,10 @@ class Store:
         try:
             yield
         finally:
-            self.conn.execute("SELECT pg_advisory_unlock(hashtextextended('pgcite:source:' || %s, 0))", (name,))
+            if self.conn.info.transaction_status == pq.TransactionStatus.IDLE:
+                self.conn.execute("SELECT pg_advisory_unlock(hashtextextended('pgcite:source:' || %s, 0))", (name,))
+            else:  # left mid-command (Ctrl-C): the lock goes with the session
+                self.conn.close()
 
     def document_checksums(self, source: str) -> dict[str, tuple[str, tuple[str, ...]]]:
         """path -> (stored checksum, the files the page includes)."""
