@@ -22,7 +22,7 @@ from pgcite.config import Settings
 from pgcite.core import Pgcite
 from pgcite.errors import ModelMismatchError
 from pgcite.markdown import parse, split_front_matter
-from tests.fake_openai import FakeOpenAI
+from tests.fake_openai import FakeOpenAI, fake_vector
 from tests.http_server import write_folder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -207,3 +207,21 @@ def test_ctrl_c_mid_ingest_still_reports_and_rebuilds_the_index(database_url: st
     # The signal may land between a file's commit and its count: one file either way.
     assert stored - 1 <= reported <= stored and 0 < stored < 400, (out, stored)
     assert has_index and words > 0
+
+
+def test_another_model_under_the_same_name_and_dimension_is_refused(database_url: str, tmp_path: Path):
+    """A server returning different 384-dimension vectors under the same name was accepted."""
+    folder = write_folder(tmp_path / "docs", {"guide.md": "# Guide\n\nThe quokka setting is 7.\n"})
+    settings = Settings(home=tmp_path / "home", database_url=database_url)
+    with FakeOpenAI(dimension=384) as honest:
+        with Pgcite(dataclasses.replace(settings, embedding_url=honest.url, embedding_model=honest.model)) as app:
+            app.ingest(folder, source="docs")
+            assert app.search("quokka", k=1)[0].path == "guide.md"
+    impostor_vectors = lambda text, dim: fake_vector("other model: " + text, dim)  # noqa: E731
+    with FakeOpenAI(dimension=384, vector=impostor_vectors) as impostor:
+        remote = dataclasses.replace(settings, embedding_url=impostor.url, embedding_model=impostor.model)
+        with Pgcite(remote) as app:
+            with pytest.raises(ModelMismatchError, match="vectors unlike those the database was built with"):
+                app.search("quokka")
+            with pytest.raises(ModelMismatchError, match="vectors unlike"):
+                app.ingest(folder, source="docs")

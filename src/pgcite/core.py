@@ -21,7 +21,7 @@ from . import access
 from .answer import Answer, AnswerEvent, ask_stream
 from .answer_log import AnswerLog, Origin, entry_of
 from .config import Settings
-from .embedding import Embedder, make_embedder
+from .embedding import Embedder, fingerprint, make_embedder
 from .errors import PgciteError, StoreError
 from .generation import ChatGenerator, GenerationError, Generator
 from .retrieval import DEFAULT_MAX_DISTANCE, search
@@ -109,6 +109,7 @@ class Pgcite:
         self._embedder: Embedder | None = _Serialised(embedder) if embedder is not None else None
         self._generator = generator
         self._warm = False
+        self._identity_checked = False
         self._lock = threading.Lock()
         self.answer_log = AnswerLog(settings) if settings.answer_log else None
 
@@ -185,6 +186,7 @@ class Pgcite:
         """The k best chunks, best first."""
         embedder = self.embedder
         with self.reader() as store:
+            self._check_identity(store, embedder)
             return search(store, embedder, question, k=k, mode=mode or self.settings.search_mode, filters=filters)
 
     def ask_stream(self, question: str, *, threshold: float | None = None, context: int = 5,
@@ -195,6 +197,7 @@ class Pgcite:
         started = time.monotonic()
         embedder, generator = self.embedder, generator or self.generator
         with self.reader() as store:
+            self._check_identity(store, embedder)
             events = ask_stream(
                 question, store=store, embedder=embedder, generator=generator,
                 max_distance=DEFAULT_MAX_DISTANCE if threshold is None else threshold, context=context,
@@ -207,6 +210,15 @@ class Pgcite:
             if isinstance(event, Answer) and origin is not None and self.answer_log is not None:
                 self.answer_log.record(entry_of(event, origin, filters, time.monotonic() - started))
             yield event
+
+    def _check_identity(self, store: Store, embedder: Embedder) -> None:
+        """Once per process: the model answering is the one the stored vectors came from."""
+        if not self._identity_checked:
+            stored = store.stored_model()
+            if stored is None or stored[0] != embedder.model:
+                return  # nothing ingested, or another model's name: the search's own checks say so
+            store.check_fingerprint(embedder.model, fingerprint(embedder))
+            self._identity_checked = True
 
     def ask(self, question: str, **options) -> Answer:
         """ask_stream, collected: the finished Answer."""

@@ -191,3 +191,16 @@ def make_embedder(settings: Settings) -> Embedder:
             "to an OpenAI-compatible server that serves it"
         )
     return LocalEmbedder(model_cache=settings.model_cache)
+
+
+# Embedded at the first ingest and stored; an embedder giving them other vectors is another model
+# (Store.check_fingerprint), whatever name it is served under.
+FINGERPRINT_TEXTS = (
+    "How do I rotate an API key without downtime?",
+    "PostgreSQL stores the vectors in a table with an HNSW index.",
+    "Le chat dort sur le canapé depuis ce matin.",
+)
+
+
+def fingerprint(embedder: Embedder) -> np.ndarray:
+    return embedder.embed_documents(FINGERPRINT_TEXTS)

@@ -19,7 +19,7 @@ import psycopg
 
 from .chunking import Chunk, chunk_by_headings, chunk_fixed
 from .config import Settings
-from .embedding import Embedder
+from .embedding import Embedder, fingerprint
 from .errors import PgciteError, SourceError
 from .markdown import ParsedDocument
 from .safety import injection_flags
@@ -154,6 +154,7 @@ def ingest(
     report = IngestReport(source=source_name, site=site.name, base_url=base_url, versions=site.versions,
                           default_version=site.default_version or version)
     store.bind_model(embedder.model, embedder.dimension)
+    store.check_fingerprint(embedder.model, fingerprint(embedder), record=True)
     budget = chunk_budget(settings, embedder)
 
     with store.source_lock(source_name):

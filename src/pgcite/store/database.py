@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -22,6 +23,9 @@ from .schema import MIGRATIONS
 
 READER_ROLE = "pgcite_reader"
 MAX_INDEXED_DIMENSION = 2000  # pgvector HNSW on the vector type
+# The same model gives the fingerprint texts the same vectors to about 1e-6 (a server computing in
+# half precision to about 1e-3); another model's are far off.
+FINGERPRINT_MATCH = 0.99
 
 
 @dataclass(frozen=True)
@@ -276,6 +280,27 @@ class Store:
                 f"set PGCITE_EMBEDDING_MODEL={stored_model}, or use a fresh database (PGCITE_HOME / PGCITE_DATABASE_URL) "
                 "and re-ingest"
             )
+
+    def check_fingerprint(self, model: str, vectors: np.ndarray, *, record: bool = False) -> None:
+        """Refuse an embedder whose vectors of the fixed fingerprint texts differ from those stored
+        at the first ingest: another model served under the recorded name. `record`: store them
+        when none are (a database from before fingerprints)."""
+        row = self.conn.execute("SELECT value FROM pgcite_settings WHERE key = 'embedding_fingerprint'").fetchone()
+        if row is None:
+            if record:
+                self.conn.execute("INSERT INTO pgcite_settings (key, value) VALUES ('embedding_fingerprint', %s) "
+                                  "ON CONFLICT (key) DO NOTHING", (json.dumps(np.round(vectors, 6).tolist()),))
+            return
+        stored = np.asarray(json.loads(row[0]), dtype=np.float32)
+        if stored.shape != vectors.shape:
+            return  # a dimension that differs is check_model's to explain
+        agreement = float(np.min(np.sum(stored * vectors, axis=1)))
+        if agreement < FINGERPRINT_MATCH:
+            raise ModelMismatchError(
+                f"the embedding model answers under the name {model} with vectors unlike those the database was "
+                f"built with (cosine {agreement:.2f} on fixed texts, {FINGERPRINT_MATCH} needed): the server runs "
+                "another model under that name; point PGCITE_EMBEDDING_URL at one serving the model the database "
+                "was built with, or use a fresh database (PGCITE_HOME / PGCITE_DATABASE_URL) and re-ingest")
 
     # --- sources and documents --------------------------------------------------------------
 
