@@ -173,7 +173,7 @@ def test_feedback_exports_as_eval_rows_that_eval_scores(admin_dsn: str, embedder
         liked = app.ask(SPIN, origin=origin)
         refusal = app.ask("How do I pair a widget with a phone?", origin=origin)
         disliked = app.ask("How do I install widgets?", origin=origin)
-        app.ask("What are the requirements?", origin=origin)  # no verdict: not exported
+        unrated = app.ask("What are the requirements?", origin=origin)  # no verdict: not exported
         app.rate(liked.id[:8], "up")
         app.confirm_refusal(refusal.id)
         app.rate(disliked.id, "down", comment="Wrong: the offline install is not in the docs")
@@ -194,6 +194,14 @@ def test_feedback_exports_as_eval_rows_that_eval_scores(admin_dsn: str, embedder
         assert rows["How do I pair a widget with a phone?"]["answerable"] is False
         assert rows["How do I install widgets?"]["answerable"] is False  # marked down as not in the docs
         assert "added 0 rows" in pgcite("log", "export", "--eval", str(target)).stdout  # no duplicates
+        listed = json.loads(pgcite("log", "--json").stdout)["answers"]
+        assert [r["id"] for r in listed] == [unrated.id, disliked.id, refusal.id, liked.id]  # newest first
+        assert listed[1]["rating"] == "down" and listed[2]["confirmed"] is True
+        refusals = pgcite("log", "--refused").stdout
+        assert refusal.id[:8] in refusals and liked.id[:8] not in refusals
+        gaps = pgcite("gaps", "--markdown").stdout
+        assert gaps.startswith("# What the docs are missing (since 30d)")
+        assert "How do I pair a widget with a phone?" in gaps and "How do I install widgets?" in gaps
 
         report = json.loads(pgcite("eval", str(target), "--source", "w", "--answers", "--json").stdout)
         metrics = {name: m["value"] for name, m in report["metrics"].items()}
