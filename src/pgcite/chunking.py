@@ -197,7 +197,7 @@ def _split_chars(text: str, limit: int, count: CountTokens) -> list[Sized]:
     """Last resort for a single "word" over the budget (a huge URL): longest prefixes that fit."""
     pieces: list[Sized] = []
     while text:
-        lo, hi = 1, len(text)  # at least one character per piece, whatever the budget
+        lo, hi = 1, min(len(text), limit * CHARS_PER_TOKEN)  # at least one character, at most what `limit` allows
         while lo < hi:
             mid = (lo + hi + 1) // 2
             if count(text[:mid]) <= limit:
@@ -363,6 +363,20 @@ def _pack_section(
     return [chunk for group in groups for chunk in exact(group)]
 
 
+# WordPiece reads a run of more than 100 word characters as one unknown token, however long: such
+# a run counts as one token per CHARS_PER_TOKEN characters, so a 5 MB "word" is split like any
+# other oversized text instead of passing as a 5-token chunk (prose runs 4 to 5 characters a token).
+CHARS_PER_TOKEN = 16
+_UNREAD_RUN = re.compile(r"\w{101,}")
+
+
+def _bounded(count_tokens: CountTokens) -> CountTokens:
+    def count(text: str) -> int:
+        return count_tokens(text) + sum(-(-len(run) // CHARS_PER_TOKEN) - 1 for run in _UNREAD_RUN.findall(text))
+
+    return count
+
+
 def _breadcrumb(title: str, heading_path: tuple[str, ...]) -> str:
     return " > ".join(part for part in (title, *heading_path) if part)
 
@@ -379,6 +393,7 @@ def chunk_by_headings(
     """Pack each section's blocks into chunks of at most `max_tokens`, breadcrumb included."""
     if max_tokens < 1 or overlap_tokens < 0:
         raise ValueError("max_tokens must be >= 1 and overlap_tokens >= 0")
+    count_tokens = _bounded(count_tokens)
     cap = hard_cap if hard_cap is not None else 4 * max_tokens
     chunks: list[Chunk] = []
     for section in doc.sections:
