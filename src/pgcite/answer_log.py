@@ -16,16 +16,13 @@ from typing import Sequence
 
 from .answer import Answer
 from .config import Settings
-from .errors import PgciteError
+from .errors import PgciteError, first_line
 from .store import Store
 from .store import log_rows
 from .store.log_rows import LogEntry
-from .vocabulary import SearchFilter, SearchHit
+from .vocabulary import SearchFilter, SearchHit, wording_key
 
 log = logging.getLogger("pgcite.log")
-
-CHANNELS = ("cli", "api", "chat", "page")
-
 
 @dataclass(frozen=True)
 class Origin:
@@ -125,7 +122,7 @@ class AnswerLog:
                         next_prune = time.monotonic() + self.PRUNE_EVERY
                     log_rows.insert(store, entries)
             except Exception as exc:  # the log must never take the server down with it
-                self._drop(len(entries), (str(exc).strip().splitlines() or [exc.__class__.__name__])[0])
+                self._drop(len(entries), first_line(exc))
                 if store is not None:
                     store.close()
                 store = None
@@ -166,7 +163,7 @@ def eval_rows(entries: Sequence[LogEntry]) -> list[dict]:
     team confirmed, or an answer marked down as not in the docs, unanswerable."""
     rows, seen = [], set()
     for e in entries:
-        key = " ".join(e.question.lower().split())
+        key = wording_key(e.question)
         if key in seen:
             continue
         if e.rating == "up" and not e.refused:

@@ -26,7 +26,7 @@ from .access import Caller
 from .answer import Answer
 from .answer_log import Origin
 from .core import Pgcite
-from .errors import PgciteError
+from .errors import PgciteError, first_line
 from .http_limits import BodyLimit, RateLimit, RateLimited
 from .jobs import Jobs
 from .retrieval import MAX_K
@@ -100,7 +100,7 @@ def create_app(core: Pgcite) -> FastAPI:
 
     @app.exception_handler(psycopg.Error)
     async def _database_error(request: Request, exc: psycopg.Error) -> JSONResponse:
-        first = (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]
+        first = first_line(exc)
         return _error(503, f"database: {first}; check the server and try again", "unavailable")
 
     @app.exception_handler(RequestValidationError)

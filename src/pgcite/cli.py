@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from .config import Settings, load_settings
-from .errors import PgciteError
+from .errors import PgciteError, first_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Cited answers from your documentation.")
@@ -402,7 +402,7 @@ def main() -> None:
         err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         sys.exit(1)
     except psycopg.Error as exc:  # a server that went away mid-command, a statement timeout...
-        first = (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]
+        first = first_line(exc)
         err.print(f"[red]error:[/] database: {escape(first)}; check the server (`pgcite status`) and run again",
                   soft_wrap=True)
         sys.exit(1)

@@ -96,13 +96,14 @@ def log_export(
     from .answer_log import eval_rows, parse_since
     from .core import Pgcite
     from .evaluation import load_questions
+    from .vocabulary import wording_key
 
     with Pgcite(_settings()) as app:
         rows = eval_rows(app.log_entries(since=parse_since(since), limit=None))
     held = set()
     if eval_file.exists():
-        held = {" ".join(q.question.lower().split()) for q in load_questions(eval_file)}
-    new = [r for r in rows if " ".join(r["question"].lower().split()) not in held]
+        held = {wording_key(q.question) for q in load_questions(eval_file)}
+    new = [r for r in rows if wording_key(r["question"]) not in held]
     with eval_file.open("a", encoding="utf-8") as f:
         for row in new:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")

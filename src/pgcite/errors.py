@@ -17,6 +17,11 @@ KINDS = {
 }
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's message cut to its first line (its class name when it has none)."""
+    return (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]
+
+
 class PgciteError(Exception):
     """Base class: the CLI prints the message alone, never a traceback."""
 

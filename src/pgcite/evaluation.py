@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from .errors import PgciteError
+from .errors import PgciteError, first_line
 
 if TYPE_CHECKING:
     from .core import Pgcite
@@ -605,7 +605,7 @@ def scratch_database(base_dsn: str) -> Iterator[tuple[str, str]]:
     try:
         conn = psycopg.connect(base_dsn, autocommit=True, connect_timeout=10)
     except psycopg.OperationalError as exc:
-        first = (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]
+        first = first_line(exc)
         raise EvalError(f"cannot connect to PostgreSQL to make a throw-away database: {first}") from None
     with conn:
         for n in itertools.count(1):

@@ -16,6 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .vocabulary import wording_key
+
 METHOD = "complete"  # linkage: two groups merge only if every pair of their questions is close
 THRESHOLD = 0.60  # cosine distance at which groups are cut (bench/gaps.py)
 WORDS = 0.45  # word similarity at which two questions count as close whatever their embeddings
@@ -51,11 +53,6 @@ class Gap:
     reasons: dict[str, int]  # reason -> count
     ids: list[str]  # the log rows in the group, most recent first
     closest: list = field(default_factory=list)  # filled in by the caller (sections the docs do have)
-
-
-def wording_key(question: str) -> str:
-    """A question with case and whitespace folded: wordings equal under it are the same wording."""
-    return " ".join(question.split()).casefold()
 
 
 def _stem(word: str) -> str:

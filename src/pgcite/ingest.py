@@ -20,7 +20,7 @@ import psycopg
 from .chunking import Chunk, chunk_by_headings, chunk_fixed
 from .config import Settings
 from .embedding import Embedder, fingerprint
-from .errors import PgciteError, SourceError
+from .errors import PgciteError, SourceError, first_line
 from .markdown import ParsedDocument
 from .safety import injection_flags
 from .sites import Page, Site, detect, join_url
@@ -185,7 +185,7 @@ def ingest(
                         page = site.render(item)
                         chunks = chunk_document(page.parsed, settings, embedder, budget)
                     except Exception as exc:  # one page that cannot be read costs that page alone
-                        report.skipped.append(Skipped(item.path, f"could not be read: {_one_line(exc)}"))
+                        report.skipped.append(Skipped(item.path, f"could not be read: {first_line(exc)[:300]}"))
                         continue
                     report.problems += [f"{item.path}: {problem}" for problem in page.problems]
                     checksum = processing_checksum(item.checksum, settings, budget, site.name,
@@ -217,10 +217,6 @@ def ingest(
     if interrupted:
         raise IngestInterrupted(report)
     return report
-
-
-def _one_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [exc.__class__.__name__])[0][:300]
 
 
 def _no_pages(source: Source, site: Site) -> str:
@@ -312,7 +308,7 @@ class _Writer:
                                             p.checksum, rows, page.version or version, page.kind, page.included)
             except (psycopg.errors.DataError, psycopg.errors.ProgramLimitExceeded) as exc:
                 # What this page holds, not the database: say so for the page, and go on.
-                report.skipped.append(Skipped(page.path, f"could not be stored: {_one_line(exc)}"))
+                report.skipped.append(Skipped(page.path, f"could not be stored: {first_line(exc)[:300]}"))
                 continue
             report.flagged += [f"{page.path} > {r.heading or page.title}: {', '.join(r.flags)}" for r in rows if r.flags]
             if p.is_new:

@@ -8,6 +8,11 @@ from dataclasses import dataclass
 REFUSAL = "Not in the documents."
 
 
+def wording_key(question: str) -> str:
+    """A question with case and whitespace folded: wordings equal under it are the same wording."""
+    return " ".join(question.split()).casefold()
+
+
 @dataclass(frozen=True)
 class SearchHit:
     id: str
