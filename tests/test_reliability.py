@@ -24,15 +24,11 @@ from pgcite.errors import ModelMismatchError
 from pgcite.markdown import parse, split_front_matter
 from tests.fake_openai import FakeOpenAI, fake_vector
 from tests.http_server import write_folder
+from tests.test_cli import pgcite
 
 REPO = Path(__file__).resolve().parents[1]
 BILLION_LAUGHS = "---\n" + "a0: &a0 lol\n" + "".join(
     f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 10)}]\n" for n in range(1, 10)) + "title: *a9\n---\n# Laughs\n\nText.\n"
-
-
-def pgcite(*args: str, env: dict[str, str], timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pgcite", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
 
 
 def _own_env(**extra: str) -> dict[str, str]:
