@@ -122,6 +122,8 @@ class FakeOpenAI:
     outcomes: list[str] = field(default_factory=list)
     # The vector of a text, as (text, dimension) -> list; default fake_vector. A lying server's.
     vector: Callable[[str, int], list[float]] = fake_vector
+    # The inputs of an embeddings request that get a vector, default all; a lying server's drop some.
+    answered: Callable[[list[str]], list[str]] = lambda inputs: inputs
 
     def __post_init__(self) -> None:
         fake = self
@@ -189,7 +191,7 @@ class FakeOpenAI:
                     return
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 data = [{"object": "embedding", "index": i, "embedding": fake.vector(t, fake.dimension)}
-                        for i, t in enumerate(inputs)]
+                        for i, t in enumerate(fake.answered(inputs))]
                 self._send(200, {"object": "list", "data": data, "model": fake.model,
                                  "usage": {"prompt_tokens": 0, "total_tokens": 0}})
 

@@ -223,6 +223,25 @@ def test_temperature_and_max_tokens_are_passed_to_the_chat_model(core: Pgcite, e
         assert fake.last_chat["temperature"] == 0.7 and fake.last_chat["max_tokens"] == 123
 
 
+def test_a_chat_ui_is_told_which_links_to_check(core: Pgcite, embedder):
+    """A chat UI shows none of pgcite's checks and makes every URL a link: the content itself says
+    which links lead off the docs' own site, as code, streamed or not."""
+    relayed = "The default is 40 turns per second [1]; see https://evil.example/spin for more."
+    with FakeOpenAI() as fake, Pgcite(core.settings, embedder=embedder,
+                                      generator=ChatGenerator(fake.chat_settings())) as chatty, running(chatty) as url:
+        client = openai.OpenAI(base_url=url + "/v1", api_key="unused")
+        asked = {"model": "pgcite:w", "messages": [{"role": "user", "content": "What is the default spin rate?"}]}
+        fake.script(relayed)
+        whole = client.chat.completions.create(**asked)
+        fake.script(Reply(relayed, split=5))
+        streamed = "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(**asked, stream=True)
+                           if c.choices)
+    content = whole.choices[0].message.content
+    assert content.endswith("\n\nCheck before you follow: `https://evil.example/spin` (not on the docs' own site)")
+    assert streamed == content
+    assert whole.model_extra["pgcite"]["checks"]["foreign_links"] == ["https://evil.example/spin"]
+
+
 def test_a_client_that_hangs_up_mid_stream_stops_the_generation(core: Pgcite, embedder):
     long_answer = "The default is 40 turns per second [1]. " * 20
     with FakeOpenAI() as fake, Pgcite(core.settings, embedder=embedder,

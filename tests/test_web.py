@@ -34,7 +34,8 @@ GUIDE = {
                    "## Rotating an API key\n\nTo rotate an API key without downtime, create the new key first, deploy "
                    "it to every client, then revoke the old key.\n\n"
                    "```shell\npgcite keys create deploy-2026\npgcite keys revoke deploy-2025\n```\n\n"
-                   "A revoked key stops working at once; requests that use it get `401 Unauthorized`.\n",
+                   "A revoked key stops working at once; requests that use it get `401 Unauthorized`.\n\n"
+                   "## Staging keys\n\nStaging keys are kept in the vault at https://vault.partner.test/keys.\n",
     "install.md": "# Installing pgcite\n\n## Requirements\n\npgcite needs Python 3.11 and about 500 MB of disk for "
                   "the embedded PostgreSQL server.\n\n## Install command\n\nRun `pip install pgcite`, then "
                   "`pgcite init` to create the database.\n",
@@ -268,11 +269,12 @@ def test_dark_colour_scheme(browser, base: str):
 
 # An answer from a chat model, with every kind of trouble the checks report: a claim its source
 # does not support, a sentence with no citation, a citation of a source that does not exist (the
-# server removes it), a link found in no source, and a javascript: link.
+# server removes it), a link found in no source, one on another site than the docs', and a javascript: link.
 TROUBLED = ("To rotate an API key, create the new key first, deploy it to every client, then revoke the old key [1].\n\n"
             "```shell\npgcite keys create deploy-2026\npgcite keys revoke deploy-2025\n```\n\n"
             "- Rotated keys are emailed to the security team every Monday morning [1].\n"
             "- Keys made before 2020 never expire and cannot be revoked at all.\n\n"
+            "Staging keys are kept in the vault at https://vault.partner.test/keys [1].\n\n"
             "Read [the guide](javascript:window.__pwned=4) or https://evil.example/rotate for more [7].")
 
 
@@ -309,8 +311,10 @@ def test_the_answer_streams_in_and_check_warnings_sit_by_their_sentences(browser
         warnings = turn.locator(".warnings").inner_text()
         assert "Removed citation [7]: there is no source 7." in warnings
         assert "Link found in no source (do not trust it): https://evil.example/rotate" in warnings
+        assert ("Link to another site than the docs' own (check it before you follow it): "
+                "https://vault.partner.test/keys") in warnings
         assert "[the guide](javascript:window.__pwned=4)" in turn.locator(".answer").inner_text()  # as text
-        assert not [h for h in hrefs(page) if "evil" in h or not re.match(r"https?://|#|\./", h)]
+        assert not [h for h in hrefs(page) if "evil" in h or "vault" in h or not re.match(r"https?://|#|\./", h)]
         assert page.evaluate("window.__pwned") is None
         shot(page, "9-check-warnings")
 

@@ -7,7 +7,8 @@ Checks, on every answer (documented in docs/answering.md):
   content words found in them, or, when that is low, the best cosine similarity between the
   sentence and one of their sentences; below SUPPORT_BAR it is reported as unsupported;
 - links and e-mail addresses that appear in no fed source are reported (a poisoned page's way
-  of sending readers elsewhere)."""
+  of sending readers elsewhere), and so are those found in a source but on a site other than the
+  docs' own (the fed sources' base URLs and the allowed hosts)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from .config import DEFAULT_SEARCH_MODE
 from .embedding import Embedder
 from .generation import Generator
 from .retrieval import DEFAULT_MAX_DISTANCE, retrieve, select_context, unknown_names
-from .safety import foreign_links
+from .safety import foreign_links, offsite_links, own_sites
 from .store import Store
 from .vocabulary import REFUSAL, Delta, Dropped, Passage, SearchFilter, Sources, Usage
 
@@ -52,6 +53,7 @@ class Checks:
     uncited_sentences: list[str] = field(default_factory=list)
     unsupported: list[Unsupported] = field(default_factory=list)
     foreign_links: list[str] = field(default_factory=list)
+    offsite_links: list[str] = field(default_factory=list)
 
     def warnings(self) -> list[str]:
         lines = [f"removed citation [{n}]: there is no source {n}" for n in self.invalid_citations]
@@ -61,6 +63,8 @@ class Checks:
             for u in self.unsupported
         ]
         lines += [f"link not found in any source (do not trust it): {x}" for x in self.foreign_links]
+        lines += [f"link to another site than the docs' own (check it before you follow it): {x}"
+                  for x in self.offsite_links]
         return lines
 
 
@@ -129,7 +133,8 @@ def _is_claim(sentence: str) -> bool:
     return len(words) >= 4 and not sentence.rstrip().endswith(":")
 
 
-def check_answer(text: str, passages: Sequence[Passage], embedder: Embedder, invalid: list[int]) -> Checks:
+def check_answer(text: str, passages: Sequence[Passage], embedder: Embedder, invalid: list[int],
+                 allowed_hosts: str = "") -> Checks:
     checks = Checks(invalid_citations=list(invalid))
     by_number = {p.number: p for p in passages}
     semantic_queue: list[tuple[str, tuple[int, ...], float]] = []
@@ -161,6 +166,8 @@ def check_answer(text: str, passages: Sequence[Passage], embedder: Embedder, inv
                 checks.unsupported.append(Unsupported(_CITATION.sub("", sentence).strip(), cited,
                                                       round(max(lexical, semantic), 3)))
     checks.foreign_links = foreign_links(text, [f"{p.hit.url}\n{p.hit.content}" for p in passages])
+    own = own_sites([p.hit.url for p in passages], allowed_hosts)
+    checks.offsite_links = [x for x in offsite_links(text, own) if x not in checks.foreign_links]
     return checks
 
 
@@ -182,6 +189,7 @@ def ask_stream(
     token_budget: int = 3000,
     mode: str = DEFAULT_SEARCH_MODE,
     filters: SearchFilter = SearchFilter(exclude_flagged=True),
+    allowed_hosts: str = "",
 ) -> Iterator[AnswerEvent]:
     """Yield the Sources (before any text), the answer text as it is written (invalid citations
     already removed) as Deltas, then the checked Answer. `store` is used only before the Sources
@@ -216,7 +224,7 @@ def ask_stream(
     text = "".join(pieces).strip()
     refused = is_refusal(text)
     checks = Checks(invalid_citations=citations.invalid) if refused else check_answer(
-        text, selected.passages, embedder, citations.invalid)
+        text, selected.passages, embedder, citations.invalid, allowed_hosts)
     used = sorted({int(n) for m in _CITATION.finditer(text) for n in re.split(r"\s*,\s*", m.group(1))})
     yield Answer(question, text, refused, generator.name, [] if refused else used, selected.passages,
                  selected.dropped, checks, usage)

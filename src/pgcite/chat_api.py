@@ -96,8 +96,9 @@ def scope_of(model: str, core: Pgcite, caller: Caller) -> str | None:
 
 
 def content_and_annotations(text: str, answer: Answer, with_sources: bool) -> tuple[str, list[dict]]:
-    """The message content (the answer, then the cited sources unless left out) and one
-    url_citation per [n] marker in the answer, indexed into that content."""
+    """The message content (the answer, then the cited sources unless left out, then a warning
+    for each link off the docs' own sites) and one url_citation per [n] marker in the answer,
+    indexed into that content. A chat UI shows pgcite's checks nowhere else."""
     by_number = {p.number: p.hit for p in answer.sources}
     annotations = []
     for m in _MARKER.finditer(text):
@@ -111,6 +112,11 @@ def content_and_annotations(text: str, answer: Answer, with_sources: bool) -> tu
         lines = [f"[{n}] {by_number[n].breadcrumb} {by_number[n].url or by_number[n].path}".rstrip()
                  for n in answer.citations if n in by_number]
         content += "\n\nSources:\n" + "\n".join(lines)
+    checks = answer.checks
+    if links := [*checks.foreign_links, *checks.offsite_links]:
+        # As code, so that the UI does not make it a link after all.
+        content += "\n\nCheck before you follow: " + ", ".join(f"`{x}`" for x in links) + (
+            " (not on the docs' own site)")
     return content, annotations
 
 

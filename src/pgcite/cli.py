@@ -137,7 +137,7 @@ def _report_ingest(report, as_json: bool) -> None:
     for problem in report.problems:
         err.print(f"[yellow]include[/] {escape(problem)}")
     for flagged in report.flagged:
-        err.print(f"[yellow]flagged[/] {escape(flagged)} (reads like instructions to an AI; left out of answers)")
+        err.print(f"[yellow]flagged[/] {escape(flagged)} (left out of answers)")
     if not report.base_url:
         err.print("[dim]no --base-url and none in the site's configuration: answers cite paths, not links[/]",
                   soft_wrap=True)
@@ -190,7 +190,7 @@ def ask(
     version: Annotated[Optional[str], typer.Option("--version", help="Only documents ingested with this label.")] = None,
     threshold: Annotated[Optional[float], typer.Option("--threshold", help="Relevance bar: the largest cosine distance a section may have (0.17 more for one holding most of the question's words).")] = None,
     context: Annotated[int, typer.Option("--context", help="How many sections the generator is given at most.")] = 5,
-    include_flagged: Annotated[bool, typer.Option("--include-flagged", help="Also use sections flagged as instructions to an AI.")] = False,
+    include_flagged: Annotated[bool, typer.Option("--include-flagged", help="Also use sections flagged at ingest (instructions to an AI, a stranger's site for credentials).")] = False,
     mode: ModeOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:

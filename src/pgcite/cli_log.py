@@ -51,7 +51,7 @@ def log_list(
     for e in rows:
         verdict = "[red]refused[/]" if e.refused else f"{sum(s['cited'] for s in e.retrieved)} cited"
         rating = {"up": "  [green]👍[/]", "down": "  [red]👎[/]"}.get(e.rating or "", "")
-        warnings = len(e.checks.get("unsupported", [])) + len(e.checks.get("foreign_links", []))
+        warnings = len(e.checks.get("unsupported", [])) + len(e.checks.get("foreign_links", [])) + len(e.checks.get("offsite_links", []))
         out.print(f"[dim]{e.asked_at:%Y-%m-%d %H:%M}[/] [bold]{e.id[:8]}[/] {e.channel}"
                   f"{' key ' + escape(e.key_name) if e.key_name else ''}  {verdict}{rating}"
                   f"{f'  [yellow]{warnings} warnings[/]' if warnings else ''}  [dim]{e.latency_ms} ms[/]")

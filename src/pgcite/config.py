@@ -76,6 +76,9 @@ class Settings:
     # than answer_log_days are deleted (0 keeps them all).
     answer_log: bool = True
     answer_log_days: int = 90
+    # Hosts besides the docs' own (their base URLs) whose links are trusted: comma-separated, a
+    # host stands for its whole site (github.com for gist.github.com); "*" trusts every host.
+    allowed_hosts: str = ""
 
 
 _ENV_PREFIX = "PGCITE_"
@@ -98,6 +101,8 @@ def _coerce(field: dataclasses.Field, value: object, origin: str) -> object:
             if str(value).strip().lower() in ("0", "false", "no", "off", ""):
                 return False
             raise ValueError(value)
+        if isinstance(value, list):  # a TOML list of hosts
+            return ",".join(map(str, value))
         return str(value)
     except ValueError:
         raise PgciteError(f"{origin}: {value!r} is not a valid {kind}; fix it and run again") from None

@@ -202,7 +202,7 @@ class Pgcite:
                 question, store=store, embedder=embedder, generator=generator,
                 max_distance=DEFAULT_MAX_DISTANCE if threshold is None else threshold, context=context,
                 token_budget=self.settings.chat_context_tokens, mode=mode or self.settings.search_mode,
-                filters=filters)
+                filters=filters, allowed_hosts=self.settings.allowed_hosts)
             sources = next(events)
         # The database is done with once the sources are known: a slow chat model holds no connection.
         yield sources

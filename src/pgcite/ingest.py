@@ -22,7 +22,7 @@ from .config import Settings
 from .embedding import Embedder, fingerprint
 from .errors import PgciteError, SourceError, first_line
 from .markdown import ParsedDocument
-from .safety import injection_flags
+from .safety import injection_flags, link_flags, own_sites
 from .sites import Page, Site, detect, join_url
 from .sources import DEFAULT_EXCLUDE, Limits, Skipped, Source, open_source
 from .store import ChunkRow, Store, embed_hash
@@ -81,7 +81,7 @@ def chunk_budget(settings: Settings, embedder: Embedder) -> int:
 
 # Bump when cleaning or chunking changes what a file turns into, so that stored files are
 # re-processed by the next ingest (their vectors come back from the cache where the text is the same).
-PROCESSING_VERSION = 4
+PROCESSING_VERSION = 5
 
 
 def processing_checksum(file_checksum: str, settings: Settings, budget: int, site: str = "",
@@ -90,7 +90,7 @@ def processing_checksum(file_checksum: str, settings: Settings, budget: int, sit
     generator that read it and how it was chunked, so an ingest with other settings (or a newer
     pgcite, or a changed included file) re-processes the file instead of skipping it."""
     recipe = (f"{PROCESSING_VERSION}:{site}:{settings.chunk_strategy}:{budget}:{settings.chunk_overlap}:"
-              f"{settings.chunk_breadcrumb}:{includes}")
+              f"{settings.chunk_breadcrumb}:{settings.allowed_hosts}:{includes}")
     return hashlib.sha256(f"{file_checksum}\0{recipe}".encode()).hexdigest()
 
 
@@ -171,7 +171,8 @@ def ingest(
         seen: set[str] = set()
         pending: list[_Pending] = []
         interrupted = False
-        writer = _Writer(source_name, base_url, version, store, embedder, report, progress)
+        writer = _Writer(source_name, base_url, version, store, embedder, report, progress,
+                         own_sites([base_url], settings.allowed_hosts))
         try:
             for item in source.scan():
                 seen.add(item.path)
@@ -232,8 +233,9 @@ class _Writer:
     text is embedded once per ingest however often it repeats."""
 
     def __init__(self, source_name: str, base_url: str, version: str, store: Store, embedder: Embedder,
-                 report: IngestReport, progress: Progress | None) -> None:
+                 report: IngestReport, progress: Progress | None, own: frozenset[str]) -> None:
         self.source_name, self.base_url, self.version = source_name, base_url, version
+        self.own = own  # the docs' own sites, for the link flags
         self.store, self.embedder, self.report, self.progress = store, embedder, report, progress
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgcite-embed")
         self._in_flight: tuple[list[_Pending], dict[int, str], Future] | None = None
@@ -299,7 +301,7 @@ class _Writer:
                     tokens=c.tokens,
                     embed_hash=hashes[id(c)],
                     embedding=vectors[hashes[id(c)]],
-                    flags=tuple(injection_flags(c.content)),
+                    flags=tuple(injection_flags(c.content) + link_flags(c.content, self.own)),
                 )
                 for c in p.chunks
             ]

@@ -1,22 +1,28 @@
-"""Text from documents is data, never instructions. Two cheap guards:
+"""Text from documents is data, never instructions. Cheap guards:
 
-- at ingest, chunks that read like instructions aimed at an AI assistant are flagged (and left
-  out of answers by default);
-- in answers, links and e-mail addresses that appear in no fed source are flagged, which is how a
-  poisoned page would try to send readers elsewhere."""
+- at ingest, chunks that read like instructions aimed at an AI assistant, or that send readers to
+  another site for credentials, payment or a download, are flagged (and left out of answers by
+  default);
+- in answers, links and e-mail addresses that appear in no fed source are flagged, and so are
+  those on a site other than the docs' own (their base URLs and the operator's allowed hosts):
+  that is how a poisoned page would try to send readers elsewhere."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Iterable
+from urllib.parse import urlsplit
+
+from publicsuffixlist import PublicSuffixList
 
 # Each pattern names the kind of injection it catches. Case-insensitive, whitespace-tolerant.
 _INJECTION_PATTERNS: dict[str, str] = {
     "ignore previous instructions": r"\b(ignore|disregard|forget|override)\b[\w\s,]{0,30}\b(previous|prior|above|earlier|all|any|your)\b[\w\s]{0,20}\b(instructions?|prompts?|rules|directions|guidelines)\b",
     "addressed to an AI assistant": r"\b(note|message|instructions?|attention)\s+(to|for)\s+(the\s+)?(ai|llm|assistant|language model|chatbot|model)s?\b",
-    "role reassignment": r"\byou\s+are\s+now\b|\bact\s+as\s+(an?\s+)?(unrestricted|jailbroken|different)\b|\bnew\s+system\s+prompt\b",
+    "role reassignment": r"\byou\s+are\s+now\s+(an?\s+|in\s+)?(\w+\s+){0,2}(ai|assistant|model|bot|chatbot|agent|persona|dan|jailbroken|unrestricted|mode)\b|\bact\s+as\s+(an?\s+)?(unrestricted|jailbroken|different)\b|\bnew\s+system\s+prompt\b",
     "hidden prompt markup": r"<\|?(system|im_start|im_end)\|?>|\[/?INST\]|^\s*system\s*:",
-    "tells the reader to be sent elsewhere": r"\b(tell|instruct|direct|send|redirect|ask)\s+(the\s+)?(user|reader|customer)s?\s+to\s+(visit|go|contact|e-?mail|click|download|pay|buy|log\s*in|sign\s*in|enter|share|send|call)\b",
+    "tells the reader to be sent elsewhere": r"(?<!\bto\s)\b(tell|instruct|direct|send|redirect|ask)\s+(the\s+)?(user|reader|customer)s?\s+to\s+(visit|go|contact|e-?mail|click|download|pay|buy|log\s*in|sign\s*in|enter|share|send|call)\b",
     "reveal the prompt": r"\b(reveal|print|repeat|output)\s+(your|the)\s+(system\s+)?(prompt|instructions)\b",
 }
 _COMPILED = {name: re.compile(p, re.IGNORECASE | re.MULTILINE) for name, p in _INJECTION_PATTERNS.items()}
@@ -45,3 +51,87 @@ def foreign_links(answer: str, sources: Iterable[str]) -> list[str]:
     """Links and e-mail addresses in the answer that no fed source contains."""
     known = {_normalise_link(x) for text in sources for x in links_and_emails(text)}
     return [x for x in links_and_emails(answer) if _normalise_link(x) not in known]
+
+
+# The list ships in the package (with private suffixes such as github.io) and is never fetched.
+_SUFFIXES = PublicSuffixList()
+ALLOW_ALL = "*"
+
+
+def site_of(host: str) -> str:
+    """The registrable domain of a host: docs.x.com and console.x.com are one site, a.github.io
+    and b.github.io two. An IP address or a bare name (localhost) is its own site."""
+    host = host.strip().strip("[]").rstrip(".").lower()
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        return _SUFFIXES.privatesuffix(host) or host
+
+
+def _host(link: str) -> str:
+    if "://" not in link and "@" in link:  # an e-mail address
+        return link.rsplit("@", 1)[1]
+    try:
+        return urlsplit(link if "://" in link else f"http://{link}").hostname or ""
+    except ValueError:  # not a URL at all ("http://[oops"): nobody's site
+        return ""
+
+
+def own_sites(urls: Iterable[str], allowed_hosts: str = "") -> frozenset[str]:
+    """The docs' own sites: those of their published URLs and of the comma-separated hosts the
+    operator allows ("*" allows every host)."""
+    hosts = [_host(u) for u in urls if u.lower().startswith(("http://", "https://"))]
+    allowed = [h.strip() for h in allowed_hosts.split(",") if h.strip()]
+    return frozenset(ALLOW_ALL if h == ALLOW_ALL else site_of(h) for h in hosts + allowed if h)
+
+
+def offsite_links(text: str, own: frozenset[str]) -> list[str]:
+    """Links and e-mail addresses in `text` on a site that is not one of `own`."""
+    if ALLOW_ALL in own:
+        return []
+    return [x for x in links_and_emails(text) if site_of(_host(x)) not in own]
+
+
+# What a page may send a reader to another site for. A download counts only when the link is to a
+# program or script: "download Docker from docker.com" is ordinary documentation.
+_PURPOSES = {
+    "sends readers to another site for credentials": re.compile(
+        r"\b(passwords?|passphrase|credentials?|api[ -]?keys?|secret keys?|access tokens?|sign[ -]?in|log[ -]?in|"
+        r"login|verify your (account|identity)|one-time (code|password)|2fa|seed phrase|private key)\b", re.IGNORECASE),
+    "sends readers to another site for payment": re.compile(
+        r"\b(pay|payments?|credit cards?|card (number|details)|billing|invoices?|purchase|wire transfer|"
+        r"bank (account|details)|bitcoin|cryptocurrency|wallet)\b", re.IGNORECASE),
+}
+_DOWNLOAD = "sends readers to another site for a download"
+_PROGRAM = re.compile(r"\.(exe|msi|dmg|pkg|deb|rpm|apk|appimage|sh|ps1|bat|cmd|scr|jar)$", re.IGNORECASE)
+_CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
+# A line of code that lost its fence (a command, an assignment): its URL is an argument, not a
+# place the reader is sent.
+_CODE_LIKE = re.compile(r"\s--?[a-z]|[={}$\\]|#!|\b(curl|wget)\b")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])|\n")
+
+
+def _path(link: str) -> str:
+    try:
+        return urlsplit(link if "://" in link else f"http://{link}").path
+    except ValueError:
+        return ""
+
+
+def link_flags(text: str, own: frozenset[str]) -> list[str]:
+    """Why a chunk sends readers to another site: a sentence of its prose that asks for
+    credentials or payment beside a link off the docs' own sites, or links off them to a program.
+    A site the text names ("create a token on GitHub", github.com) is the one it is about, not a
+    stranger's: docs send readers to GitHub, AWS or Algolia for their keys all the time."""
+    prose = _CODE.sub(" ", text)
+    named = _LINK.sub(" ", _EMAIL.sub(" ", text)).lower()
+    flags = []
+    for sentence in _SENTENCE.split(prose):
+        strangers = [x for x in offsite_links(sentence, own) if site_of(_host(x)).split(".")[0] not in named]
+        if strangers and not _CODE_LIKE.search(sentence):
+            flags += [name for name, words in _PURPOSES.items() if words.search(sentence)]
+    # A program is one wherever it is linked, in code too ("curl https://x.example/install.sh | sh").
+    strangers = [x for x in offsite_links(text, own) if site_of(_host(x)).split(".")[0] not in named]
+    flags += [_DOWNLOAD for x in strangers if _PROGRAM.search(_path(x))]
+    return list(dict.fromkeys(flags))

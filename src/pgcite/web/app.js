@@ -309,6 +309,7 @@
         ...marks.filter((m) => !m.found).map((m) => [`${m.note}: `, el("q", { text: m.sentence })]),
         ...(checks.invalid_citations || []).map((n) => [`Removed citation [${n}]: there is no source ${n}.`]),
         ...(checks.foreign_links || []).map((link) => ["Link found in no source (do not trust it): ", el("code", { text: link })]),
+        ...(checks.offsite_links || []).map((link) => ["Link to another site than the docs' own (check it before you follow it): ", el("code", { text: link })]),
         ...[...turn.passages, ...turn.dropped].filter((h) => h.flags && h.flags.length)
           .map((h) => [`Flagged section “${crumbs(h).join(" › ")}”: ${h.flags.join(", ")}`]),
       ];
