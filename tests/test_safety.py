@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from pgcite.config import load_settings
 from pgcite.safety import foreign_links, injection_flags, link_flags, offsite_links, own_sites, site_of
 from tests.conftest import CORPORA
 
@@ -110,3 +111,13 @@ def test_real_docs_send_nobody_to_a_stranger():
 def test_docs_phrases_that_once_read_as_injections(text: str):
     """Found on the Docusaurus site by bench/link_flags.py: 9 chunks were left out of answers."""
     assert injection_flags(text) == []
+
+
+def test_allowed_hosts_as_a_toml_list_or_an_environment_variable(tmp_path: Path):
+    config = tmp_path / "pgcite.toml"
+    config.write_text('allowed_hosts = ["partner.example", "gist.github.com"]\n')
+    assert load_settings(config, environ={}).allowed_hosts == "partner.example,gist.github.com"
+    assert load_settings(config, environ={"PGCITE_ALLOWED_HOSTS": "*"}).allowed_hosts == "*"
+    own = own_sites([], load_settings(config, environ={}).allowed_hosts)
+    assert offsite_links("https://partner.example/a https://github.com/x https://else.example", own) == [
+        "https://else.example"]

@@ -109,7 +109,8 @@ def create_app(core: Pgcite) -> FastAPI:
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        # 400: a body that is not UTF-8, or JSON nested too deep to parse (FastAPI's own refusal).
+        kind = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         return _error(exc.status_code, str(exc.detail), kind)
 
     @app.exception_handler(Exception)

@@ -113,6 +113,7 @@ class OpenAIEmbedder(_TokenCounting):
         # Token counts come from a tokenizer.json the user names; the bundled one is an approximation.
         self.tokenizer_json = Path(settings.tokenizer) if settings.tokenizer else bundled_model_dir() / "tokenizer.json"
         self.window = settings.embedding_window or LOCAL_WINDOW
+        self.timeout, self.retries = settings.embedding_timeout, settings.embedding_retries
         # The client retries connection errors, 408/409/429 and 5xx with exponential backoff.
         self._client = OpenAI(
             base_url=settings.embedding_url,
@@ -140,6 +141,12 @@ class OpenAIEmbedder(_TokenCounting):
                         "check that it serves an embedding model"
                     )
                 rows.extend(item.embedding for item in ordered)
+        except openai.APITimeoutError:  # a subclass of APIConnectionError: the server is there, but slow
+            raise EmbeddingError(
+                f"the embedding server at {self.url} did not answer within {self.timeout:g} s "
+                f"({self.retries + 1} tries); it is overloaded or the model is slow: check its load, or raise "
+                "PGCITE_EMBEDDING_TIMEOUT or lower PGCITE_EMBEDDING_BATCH_SIZE"
+            ) from None
         except openai.APIConnectionError as exc:
             raise EmbeddingError(
                 f"cannot reach the embedding server at {self.url} ({exc.__class__.__name__}); "

@@ -45,13 +45,18 @@ MAX_K = 100  # the most results one search returns (CLI and HTTP alike)
 NEAR_DUPLICATE = 0.6
 
 
-def _check_query(query: str) -> None:
+def _check_query(query: str, filters: SearchFilter = SearchFilter()) -> None:
     if not query.strip():
         raise PgciteError("the question is empty; ask something")
+    # PostgreSQL text cannot hold NUL: said of the value, not as a database fault (it read "check the server").
+    for what, value in (("question", query), ("source", filters.source), ("path", filters.path_prefix),
+                        ("version", filters.version)):
+        if value and "\x00" in value:
+            raise PgciteError(f"the {what} holds a NUL character (\\x00); remove it")
 
 
-def _embed_question(store: Store, embedder: Embedder, query: str):
-    _check_query(query)
+def _embed_question(store: Store, embedder: Embedder, query: str, filters: SearchFilter = SearchFilter()):
+    _check_query(query, filters)
     store.check_model(embedder.model)
     vector = embedder.embed_query(query)
     store.check_model(embedder.model, len(vector))
@@ -70,7 +75,7 @@ def search(
     """The k best chunks, best first (what `pgcite search` shows)."""
     if not 1 <= k <= MAX_K:
         raise PgciteError(f"k is from 1 to {MAX_K} (got {k})")
-    return store.search(_embed_question(store, embedder, query), query, k, mode=mode, filters=filters,
+    return store.search(_embed_question(store, embedder, query, filters), query, k, mode=mode, filters=filters,
                         demote_changelogs=not is_release_question(query))
 
 
@@ -86,7 +91,7 @@ def retrieve(
     """Every chunk within the relevance bar (up to MAX_CANDIDATES), best first."""
     if not 0 < max_distance <= 2:
         raise PgciteError(f"the threshold is a cosine distance between 0 and 2 (got {max_distance})")
-    vector = _embed_question(store, embedder, question)
+    vector = _embed_question(store, embedder, question, filters)
     word_match = WordMatch(WORD_MATCH_COVERAGE, max_distance + WORD_MATCH_SLACK)
     return store.search(vector, question, MAX_CANDIDATES, mode=mode, filters=filters,
                         max_distance=max_distance, word_match=word_match,
