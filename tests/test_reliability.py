@@ -22,13 +22,12 @@ from pgcite.config import Settings
 from pgcite.core import Pgcite
 from pgcite.errors import ModelMismatchError
 from pgcite.markdown import parse, split_front_matter
+from tests.bad_inputs import BILLION_LAUGHS, write_bad_folder, write_bad_zip
 from tests.fake_openai import FakeOpenAI, fake_vector
 from tests.http_server import write_folder
 from tests.test_cli import pgcite
 
 REPO = Path(__file__).resolve().parents[1]
-BILLION_LAUGHS = "---\n" + "a0: &a0 lol\n" + "".join(
-    f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 10)}]\n" for n in range(1, 10)) + "title: *a9\n---\n# Laughs\n\nText.\n"
 
 
 def _own_env(**extra: str) -> dict[str, str]:
@@ -106,29 +105,28 @@ def test_removing_a_source_removes_its_words_from_bm25(settings: Settings, embed
         assert app.search("otter protocol", k=1)[0].source == "b"
 
 
-def test_one_bad_file_costs_that_file_alone(database_url: str, tmp_path: Path):
-    """A file name that is not UTF-8, front matter nested 10,000 deep and a NUL byte after the
-    first 8 KB each stopped the whole ingest (a traceback, or a database error naming no file)."""
-    folder = tmp_path / "docs"
-    write_folder(folder, {
-        "guide.md": "# Guide\n\n## Setup\n\nThe quokka setting is 7.\n",
-        "nested.md": "---\ntitle: " + "[" * 10_000 + "]" * 10_000 + "\n---\n# Nested\n\nText about wombats.\n",
-        "late-nul.md": "# Late\n\n" + "word " * 2000 + "\x00 tail\n",
-    })
-    with open(os.path.join(os.fsencode(folder), b"caf\xe9.md"), "wb") as f:
-        f.write(b"# Cafe\n\nText.\n")
+@pytest.mark.slow
+def test_every_bad_input_costs_that_file_alone(database_url: str, tmp_path: Path):
+    """One file of each bad kind beside good pages, and a hostile zip: each bad file is one skip
+    line naming it and the cause, the rest is ingested and searchable. A file name that is not
+    UTF-8, front matter nested 10,000 deep and a NUL byte after the first 8 KB each once stopped
+    the whole ingest (a traceback, or a database error naming no file)."""
     env = _own_env(PGCITE_DATABASE_URL=database_url, PGCITE_HOME=str(tmp_path / "home"))
-    done = pgcite("ingest", str(folder), "--source", "docs", "--json", env=env)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    reasons = {s["path"]: s["reason"] for s in report["skipped"]}
-    assert reasons.keys() == {"caf\\xe9.md", "late-nul.md"}, reasons
-    assert reasons["caf\\xe9.md"] == "file name is not valid UTF-8: rename it"
-    assert reasons["late-nul.md"].startswith("a NUL byte at offset 10008")
-    assert report["new"] == 2 and "Traceback" not in done.stderr
-    assert len([line for line in done.stderr.splitlines() if line.startswith("skipped")]) == 2
-    found = json.loads(pgcite("search", "quokka setting", "-k", "1", "--json", env=env).stdout)["results"]
-    assert found[0]["path"] == "guide.md"
+    for location, expected in [(tmp_path / "docs", write_bad_folder(tmp_path / "docs")),
+                               (tmp_path / "docs.zip", write_bad_zip(tmp_path / "docs.zip"))]:
+        done = pgcite("ingest", str(location), "--source", location.stem + location.suffix[1:], "--json", env=env)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        report = json.loads(done.stdout)
+        reasons = {s["path"]: s["reason"] for s in report["skipped"]}
+        bad = {path: reason for path, reason in expected.items() if reason}
+        assert reasons.keys() == bad.keys(), reasons
+        assert [path for path, reason in bad.items() if not reasons[path].startswith(reason)] == [], reasons
+        assert report["new"] == len(expected) - len(bad)
+        skip_lines = [line for line in done.stderr.splitlines() if line.startswith("skipped ")]
+        assert len(skip_lines) == len(bad), done.stderr
+    for question, source, path in [("quokka setting", "docs", "guide.md"), ("heron setting", "docszip", "docs/index.md")]:
+        found = json.loads(pgcite("search", question, "-k", "1", "--source", source, "--json", env=env).stdout)["results"]
+        assert found[0]["path"] == path
     assert json.loads(pgcite("status", "--json", env=env).stdout)["vector_index"]
 
 

@@ -143,9 +143,8 @@ class OpenAIEmbedder(_TokenCounting):
                 rows.extend(item.embedding for item in ordered)
         except openai.APITimeoutError:  # a subclass of APIConnectionError: the server is there, but slow
             raise EmbeddingError(
-                f"the embedding server at {self.url} did not answer within {self.timeout:g} s "
-                f"({self.retries + 1} tries); it is overloaded or the model is slow: check its load, or raise "
-                "PGCITE_EMBEDDING_TIMEOUT or lower PGCITE_EMBEDDING_BATCH_SIZE"
+                f"the embedding server at {self.url} did not answer within {self.timeout:g} s ({self.retries + 1} "
+                "tries); raise PGCITE_EMBEDDING_TIMEOUT or lower PGCITE_EMBEDDING_BATCH_SIZE, or check the server"
             ) from None
         except openai.APIConnectionError as exc:
             raise EmbeddingError(

@@ -201,15 +201,21 @@ def ingest(
             writer.finish()
             report.others = source.others
             if not seen:
-                if previous is None:
-                    store.remove_source(source_name)
                 raise SourceError(_no_pages(source, site))
             report.removed = store.delete_documents(source_name, sorted(set(known) - seen))
         except KeyboardInterrupt:
             interrupted = True
+        except Exception:
+            # A new source that failed before any page was stored (the embedding server is down)
+            # would stay behind empty, listed by `pgcite sources` and /v1/models.
+            if previous is None and _usable(store) and not store.document_checksums(source_name):
+                store.remove_source(source_name)
+            raise
         finally:
             writer.close()
-            if not interrupted:  # even after a failure: the index dropped for a bulk load comes back
+            # Even after a failure the index dropped for a bulk load comes back; on a lost
+            # connection the next ingest does it, and the error that says why is the one reported.
+            if not interrupted and _usable(store):
                 store.refresh_indexes()
     if interrupted:  # Ctrl-C may have left the connection mid-command: end on a new one
         with Store.open(settings) as fresh:
@@ -218,6 +224,10 @@ def ingest(
     if interrupted:
         raise IngestInterrupted(report)
     return report
+
+
+def _usable(store: Store) -> bool:
+    return not (store.conn.closed or store.conn.broken)
 
 
 def _no_pages(source: Source, site: Site) -> str:
