@@ -1,104 +1,91 @@
-"""Search time as the index grows, at 1x, 10x and 50x a real corpus.
+"""Search time as the index grows, on the corpus for scale (bench/scale_corpus.py): the Anthropic
+chunks plus recombined ones, at each size given (default 10,000 and 100,000 chunks).
 
-Ingests the corpus once into a throw-away embedded database, then grows it by copying every
-document under new paths (same text, so the same words and BM25 statistics per chunk; embeddings
-jittered so the HNSW graph holds distinct points). At each size it asks the questions in vector
-mode, in hybrid mode with the full-text side scoring every chunk that holds a question word (no
-postings budget), and in hybrid mode as shipped (TEXT_POSTINGS), and prints the median seconds per
-search and the ratios between them.
+At each size it asks the 50 Anthropic dev questions, filtered to the source, in vector and in
+hybrid mode (k = 10; each question embedded once, up front, so the timings are the search alone),
+and prints p50 and p95 seconds per search, page@3 (a gold page among the top 3), and how many questions'
+top 10 equal those of the snapshot saved by an earlier run (build/scale-base/top10-*.json; the
+first run writes it, `--save` overwrites it), so a change to search can be checked for identical
+results at every size.
 
-Usage: .venv/bin/python bench/search_scale.py [QUESTIONS.jsonl CORPUS_DIR]
-Default: the Anthropic dev questions and pages in ../shared/corpora/anthropic-docs.
+Usage: .venv/bin/python bench/search_scale.py [--save] [CHUNKS ...]
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
-from pgcite.config import Settings
 from pgcite.embedding import LocalEmbedder
 from pgcite.evaluation import load_questions
-from pgcite.ingest import ingest, open_location
 from pgcite.retrieval import search
-from pgcite.store import SearchFilter, Store, database
-from scratch import question_set, scratch_settings
+from pgcite.store import SearchFilter, Store
+from scale_corpus import BASE_HOME, SOURCE, base_settings, ensure_base, grow
+from scratch import ANTHROPIC
 
-SCALES = (1, 10, 50)
 K = 10
+SIZES = (10_000, 100_000)
+ROUNDS = 3  # each question this many times; the first round warms the caches and is not counted
 
-# One more copy of every document of source `scale`, under copy<n>/, its chunks' embeddings jittered.
-_COPY_DOCUMENTS = """
-INSERT INTO documents (source, path, title, url, checksum, version)
-SELECT source, %(prefix)s || path, title, url, checksum, version FROM documents
-WHERE source = 'scale' AND path NOT LIKE 'copy%%'
-"""
-_COPY_CHUNKS = """
-INSERT INTO chunks (id, document_id, source, path, version, ord, heading, heading_path, breadcrumb,
-                    anchor, url, content, tokens, embed_hash, flags, embedding)
-SELECT %(prefix)s || c.id, copy.id, c.source, copy.path, c.version, c.ord, c.heading, c.heading_path,
-       c.breadcrumb, c.anchor, c.url, c.content, c.tokens, c.embed_hash, c.flags,
-       (SELECT array_agg(x + (random() - 0.5) * 0.02 ORDER BY i)
-        FROM unnest(c.embedding::real[]) WITH ORDINALITY AS e(x, i))::vector
-FROM chunks c JOIN documents d ON d.id = c.document_id
-JOIN documents copy ON copy.source = d.source AND copy.path = %(prefix)s || d.path
-WHERE c.source = 'scale' AND d.path NOT LIKE 'copy%%'
-"""
+
+def measure(store: Store, embedder: LocalEmbedder, questions: list, mode: str) -> tuple[list[float], list[list[str]]]:
+    times, tops = [], []
+    for round_ in range(ROUNDS):
+        for q in questions:
+            started = time.perf_counter()
+            hits = search(store, embedder, q.question, k=K, mode=mode, filters=SearchFilter(source=SOURCE))
+            if round_:
+                times.append(time.perf_counter() - started)
+            else:
+                tops.append([h.id for h in hits])
+    return times, tops
+
+
+def page_at_3(questions: list, tops: list[list[str]]) -> float:
+    def gold(q, chunk_id: str) -> bool:
+        path, _, _ = chunk_id.removeprefix(f"{SOURCE}:").rpartition("#")
+        return any(g.path == path for g in q.gold)
+    return sum(any(gold(q, c) for c in top[:3]) for q, top in zip(questions, tops)) / len(questions)
+
+
+def p95(times: list[float]) -> float:
+    return statistics.quantiles(times, n=20)[-1]
 
 
 def main() -> int:
-    questions, corpus = question_set(__doc__)
-    with scratch_settings("pgcite-scale-") as settings:
-        return run([q.question for q in load_questions(questions)], corpus, settings)
-
-
-def median_seconds(store: Store, embedder: LocalEmbedder, questions: list[str], mode: str) -> float:
-    times = []
-    for question in questions:
-        started = time.perf_counter()
-        search(store, embedder, question, k=K, mode=mode, filters=SearchFilter(source="scale"))
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
-def run(questions: list[str], corpus: Path, settings: Settings) -> int:
+    args = [a for a in sys.argv[1:] if a != "--save"]
+    save = "--save" in sys.argv[1:]
+    if not all(a.isdigit() for a in args):
+        print(__doc__)
+        return 2
+    questions = load_questions(ANTHROPIC / "questions-dev.jsonl")
+    settings = base_settings()
+    ensure_base(settings)
     embedder = LocalEmbedder()
-    # Embed each question once, up front, so the timings are the search alone.
     embedder.embed_query = functools.lru_cache(maxsize=None)(embedder.embed_query)
-    for question in questions:
-        embedder.embed_query(question)
+    for q in questions:
+        embedder.embed_query(q.question)
+    print(f"\n{len(questions)} questions, k = {K}, seconds per search over {ROUNDS - 1} rounds (a warm-up round "
+          "first); 'same top 10': questions whose top 10 equals the snapshot's\n")
+    print(f"{'chunks':>8} {'grown s':>8} {'mode':>7} {'p50':>7} {'p95':>7} {'page@3':>6} {'same top 10':>12}")
     with Store.open(settings) as store:
-        report = ingest(open_location(str(corpus), settings), source_name="scale", base_url="",
-                        settings=settings, store=store, embedder=embedder)
-        print(f"corpus: {corpus} ({report.new} files, {report.chunks_embedded} chunks; {report.seconds:.0f} s)")
-        print(f"questions: {len(questions)}, k = {K}, median seconds per search\n")
-        print(f"{'size':>5} {'chunks':>7} {'vector':>8} {'no budget':>10} {'hybrid':>8} {'no budget/hybrid':>17} "
-              f"{'hybrid/vector':>14}")
-        copies = 1
-        for scale in SCALES:
-            if scale > copies:
-                store.drop_vector_index()
-                with store.conn.transaction():
-                    for n in range(copies, scale):
-                        store.conn.execute(_COPY_DOCUMENTS, {"prefix": f"copy{n}/"})
-                        store.conn.execute(_COPY_CHUNKS, {"prefix": f"copy{n}/"})
-                store.refresh_indexes()
-                store.conn.execute("ANALYZE chunks")
-                copies = scale
-            chunks = store.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-            vector = median_seconds(store, embedder, questions, "vector")
-            budget = database.TEXT_POSTINGS
-            try:
-                database.TEXT_POSTINGS = 2**31 - 1
-                unbounded = median_seconds(store, embedder, questions, "hybrid")
-            finally:
-                database.TEXT_POSTINGS = budget
-            hybrid = median_seconds(store, embedder, questions, "hybrid")
-            print(f"{scale:>4}x {chunks:>7} {vector:8.3f} {unbounded:10.3f} {hybrid:8.3f} {unbounded / hybrid:17.1f} "
-                  f"{hybrid / vector:14.1f}", flush=True)
+        for size in sorted(int(a) for a in args) or SIZES:
+            grown = grow(store, size)
+            chunks = store.conn.execute("SELECT count(*) FROM chunks WHERE source = %s", (SOURCE,)).fetchone()[0]
+            for mode in ("vector", "hybrid"):
+                times, tops = measure(store, embedder, questions, mode)
+                snapshot = BASE_HOME / f"top10-{chunks}-{mode}.json"
+                if save or not snapshot.exists():
+                    snapshot.write_text(json.dumps(tops))
+                    same = "saved"
+                else:
+                    before = json.loads(snapshot.read_text())
+                    same = f"{sum(a == b for a, b in zip(before, tops))}/{len(tops)}"
+                print(f"{chunks:>8} {grown:>8.0f} {mode:>7} {statistics.median(times):7.3f} {p95(times):7.3f} "
+                      f"{page_at_3(questions, tops):6.2f} {same:>12}", flush=True)
     return 0
 
 

@@ -38,7 +38,8 @@ def widget_store(settings: Settings, embedder, tmp_path: Path):
         report = ingest(open_location(str(root), settings), source_name="w", base_url="https://widgets.dev/",
                         settings=settings, store=store, embedder=embedder)
     assert report.flagged == ["billing.md > Paying for widgets: ignore previous instructions, "
-                              "addressed to an AI assistant, tells the reader to be sent elsewhere"]
+                              "addressed to an AI assistant, tells the reader to be sent elsewhere, "
+                              "sends readers to another site for payment"]
     with Store.open(settings, read_only=True) as store:
         yield store
 
