@@ -69,19 +69,21 @@ def site_of(host: str) -> str:
         return _SUFFIXES.privatesuffix(host) or host
 
 
-def _host(link: str) -> str:
-    if "://" not in link and "@" in link:  # an e-mail address
-        return link.rsplit("@", 1)[1]
+def _split(link: str) -> tuple[str, str]:
+    """The host and path of a link ("www.x.com/a" too), or an e-mail address's domain."""
+    if "://" not in link and "@" in link:
+        return link.rsplit("@", 1)[1], ""
     try:
-        return urlsplit(link if "://" in link else f"http://{link}").hostname or ""
+        parts = urlsplit(link if "://" in link else f"http://{link}")
+        return parts.hostname or "", parts.path
     except ValueError:  # not a URL at all ("http://[oops"): nobody's site
-        return ""
+        return "", ""
 
 
 def own_sites(urls: Iterable[str], allowed_hosts: str = "") -> frozenset[str]:
     """The docs' own sites: those of their published URLs and of the comma-separated hosts the
     operator allows ("*" allows every host)."""
-    hosts = [_host(u) for u in urls if u.lower().startswith(("http://", "https://"))]
+    hosts = [_split(u)[0] for u in urls if u.lower().startswith(("http://", "https://"))]
     allowed = [h.strip() for h in allowed_hosts.split(",") if h.strip()]
     return frozenset(ALLOW_ALL if h == ALLOW_ALL else site_of(h) for h in hosts + allowed if h)
 
@@ -90,7 +92,7 @@ def offsite_links(text: str, own: frozenset[str]) -> list[str]:
     """Links and e-mail addresses in `text` on a site that is not one of `own`."""
     if ALLOW_ALL in own:
         return []
-    return [x for x in links_and_emails(text) if site_of(_host(x)) not in own]
+    return [x for x in links_and_emails(text) if site_of(_split(x)[0]) not in own]
 
 
 # What a page may send a reader to another site for. A download counts only when the link is to a
@@ -112,26 +114,20 @@ _CODE_LIKE = re.compile(r"\s--?[a-z]|[={}$\\]|#!|\b(curl|wget)\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])|\n")
 
 
-def _path(link: str) -> str:
-    try:
-        return urlsplit(link if "://" in link else f"http://{link}").path
-    except ValueError:
-        return ""
-
-
 def link_flags(text: str, own: frozenset[str]) -> list[str]:
     """Why a chunk sends readers to another site: a sentence of its prose that asks for
     credentials or payment beside a link off the docs' own sites, or links off them to a program.
     A site the text names ("create a token on GitHub", github.com) is the one it is about, not a
     stranger's: docs send readers to GitHub, AWS or Algolia for their keys all the time."""
-    prose = _CODE.sub(" ", text)
     named = _LINK.sub(" ", _EMAIL.sub(" ", text)).lower()
+
+    def strangers(part: str) -> list[str]:
+        return [x for x in offsite_links(part, own) if site_of(_split(x)[0]).split(".")[0] not in named]
+
     flags = []
-    for sentence in _SENTENCE.split(prose):
-        strangers = [x for x in offsite_links(sentence, own) if site_of(_host(x)).split(".")[0] not in named]
-        if strangers and not _CODE_LIKE.search(sentence):
+    for sentence in _SENTENCE.split(_CODE.sub(" ", text)):
+        if not _CODE_LIKE.search(sentence) and strangers(sentence):
             flags += [name for name, words in _PURPOSES.items() if words.search(sentence)]
     # A program is one wherever it is linked, in code too ("curl https://x.example/install.sh | sh").
-    strangers = [x for x in offsite_links(text, own) if site_of(_host(x)).split(".")[0] not in named]
-    flags += [_DOWNLOAD for x in strangers if _PROGRAM.search(_path(x))]
+    flags += [_DOWNLOAD for x in strangers(text) if _PROGRAM.search(_split(x)[1])]
     return list(dict.fromkeys(flags))
