@@ -83,9 +83,9 @@ class _Real:
 
 def _load_real(store: Store) -> _Real:
     rows = store.conn.execute(
-        "SELECT c.id, d.title, c.heading, c.tokens, c.content, c.embedding FROM chunks c "
+        "SELECT c.id, d.title, c.heading, c.tokens, c.content, c.embedding::real[] FROM chunks c "
         "JOIN documents d ON d.id = c.document_id WHERE c.source <> %s ORDER BY c.id", (SOURCE,)).fetchall()
-    vectors = np.asarray([np.asarray(r[5], dtype=np.float32) for r in rows])
+    vectors = np.asarray([r[5] for r in rows], dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     neighbours = np.empty((len(rows), NEIGHBOURS), dtype=np.int64)
     for start in range(0, len(rows), 1024):  # in blocks: the full similarity matrix is 10,500 squared
@@ -128,10 +128,13 @@ def _synthetic(real: _Real, rng: np.random.Generator) -> tuple[str, str, str, in
 
 
 def grow(store: Store, chunks: int, seed: int = 0) -> float:
-    """Fill source `scale` to `chunks` chunks (it starts as a copy of the Anthropic chunks); returns
-    the seconds it took. Growing is deterministic for a seed and size."""
+    """Fill source `scale` to `chunks` chunks (it starts as a copy of the Anthropic chunks; one
+    larger than asked is built again); returns the seconds it took. Deterministic for a seed and
+    the sizes asked for in turn."""
     started = time.perf_counter()
     conn = store.conn
+    if conn.execute("SELECT count(*) FROM chunks WHERE source = %s", (SOURCE,)).fetchone()[0] > chunks:
+        store.remove_source(SOURCE)
     if conn.execute("SELECT count(*) FROM sources WHERE name = %s", (SOURCE,)).fetchone()[0] == 0:
         with conn.transaction():
             conn.execute("INSERT INTO sources (name, location, site) VALUES (%s, 'bench/scale_corpus.py', 'plain')",

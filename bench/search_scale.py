@@ -3,10 +3,10 @@ chunks plus recombined ones, at each size given (default 10,000 and 100,000 chun
 
 At each size it asks the 50 Anthropic dev questions, filtered to the source, in vector and in
 hybrid mode (k = 10; each question embedded once, up front, so the timings are the search alone),
-and prints p50 and p95 seconds per search, page@3 (a gold page among the top 3), and how many questions'
-top 10 equal those of the snapshot saved by an earlier run (build/scale-base/top10-*.json; the
-first run writes it, `--save` overwrites it), so a change to search can be checked for identical
-results at every size.
+and prints p50 and p95 seconds per search, page@3 (a gold page among the top 3), and against the
+snapshot saved by an earlier run (build/scale-base/top10-*.json; the first run writes it, `--save`
+overwrites it): how many questions' top 10 are the same list, and the share of the snapshot's top
+10 found again (overlap@10). A change to search is checked that way for identical results.
 
 Usage: .venv/bin/python bench/search_scale.py [--save] [CHUNKS ...]
 """
@@ -70,7 +70,8 @@ def main() -> int:
         embedder.embed_query(q.question)
     print(f"\n{len(questions)} questions, k = {K}, seconds per search over {ROUNDS - 1} rounds (a warm-up round "
           "first); 'same top 10': questions whose top 10 equals the snapshot's\n")
-    print(f"{'chunks':>8} {'grown s':>8} {'mode':>7} {'p50':>7} {'p95':>7} {'page@3':>6} {'same top 10':>12}")
+    print(f"{'chunks':>8} {'grown s':>8} {'mode':>7} {'p50':>7} {'p95':>7} {'page@3':>6} {'same top 10':>12} "
+          f"{'overlap@10':>11}")
     with Store.open(settings) as store:
         for size in sorted(int(a) for a in args) or SIZES:
             grown = grow(store, size)
@@ -80,12 +81,13 @@ def main() -> int:
                 snapshot = BASE_HOME / f"top10-{chunks}-{mode}.json"
                 if save or not snapshot.exists():
                     snapshot.write_text(json.dumps(tops))
-                    same = "saved"
+                    same = overlap = "saved"
                 else:
                     before = json.loads(snapshot.read_text())
                     same = f"{sum(a == b for a, b in zip(before, tops))}/{len(tops)}"
+                    overlap = f"{statistics.mean(len(set(a) & set(b)) / K for a, b in zip(before, tops)):.3f}"
                 print(f"{chunks:>8} {grown:>8.0f} {mode:>7} {statistics.median(times):7.3f} {p95(times):7.3f} "
-                      f"{page_at_3(questions, tops):6.2f} {same:>12}", flush=True)
+                      f"{page_at_3(questions, tops):6.2f} {same:>12} {overlap:>11}", flush=True)
     return 0
 
 

@@ -296,3 +296,27 @@ def test_text_side_scores_the_chunks_holding_the_rarest_words_within_the_posting
         # The rarest word is always looked up, whatever the budget.
         monkeypatch.setattr("pgcite.store.database.TEXT_POSTINGS", 0)
         assert search("text") == [every_word["text"][0]]
+
+
+def test_searches_follow_the_default_version_as_it_moves(settings: Settings):
+    """The default-version filter is a column (in_default_version) kept by the store: when a
+    source's default moves to a new release, its chunks change sides, and a document written
+    under a version other than the default is not searched by default."""
+    rng = np.random.default_rng(3)
+    with Store.open(settings) as store:
+        store.bind_model("m", 16)
+        store.upsert_source("s", "/docs", "", default_version="1.0")
+        store.replace_document("s", "1.0/a.md", "A", "", "c1", _rows("s:1.0/a.md", 2, rng), version="1.0")
+        store.replace_document("s", "2.0/a.md", "A", "", "c2", _rows("s:2.0/a.md", 2, rng), version="2.0")
+        store.refresh_indexes()
+        question = rng.standard_normal(16).astype(np.float32)
+
+        def paths(**version: str) -> set[str]:
+            return {h.path for h in store.search(question, "text", 10, mode="vector", filters=SearchFilter(**version))}
+
+        assert paths() == {"1.0/a.md"} and paths(version="2.0") == {"2.0/a.md"}
+        store.upsert_source("s", "/docs", "", default_version="2.0")
+        assert paths() == {"2.0/a.md"} and paths(version="1.0") == {"1.0/a.md"}
+        flags = store.conn.execute("SELECT version, bool_and(in_default_version) FROM chunks GROUP BY version "
+                                   "ORDER BY version").fetchall()
+        assert flags == [("1.0", False), ("2.0", True)]
