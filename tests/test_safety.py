@@ -86,6 +86,9 @@ def test_links_off_the_docs_own_sites():
     assert offsite_links(answer, WIDGETS) == ["https://partner.example/b"]
     assert offsite_links(answer, own_sites(["https://docs.widgets.dev/"], "partner.example, other.example")) == []
     assert own_sites(["http://[oops/", "docs/page.md"]) == frozenset()  # a base URL that is no URL
+    # The reader's own machine or network is nobody's site (a server's log line in an answer).
+    local = "Uvicorn running on http://0.0.0.0:80, http://127.0.0.1:8000/docs, http://localhost:5173 and http://10.1.2.3/x"
+    assert offsite_links(local, WIDGETS) == []
 
 
 # Where each corpus is published (its SOURCE.txt); CI ingests Marten and Anthropic without one.

@@ -88,11 +88,23 @@ def own_sites(urls: Iterable[str], allowed_hosts: str = "") -> frozenset[str]:
     return frozenset(ALLOW_ALL if h == ALLOW_ALL else site_of(h) for h in hosts + allowed if h)
 
 
+def _is_local(host: str) -> bool:
+    """The reader's own machine or network (`http://0.0.0.0:80` in a server's log line): no
+    stranger's site."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_unspecified or address.is_link_local
+
+
 def offsite_links(text: str, own: frozenset[str]) -> list[str]:
-    """Links and e-mail addresses in `text` on a site that is not one of `own`."""
+    """Links and e-mail addresses in `text` on a site that is not one of `own` (nor local)."""
     if ALLOW_ALL in own:
         return []
-    return [x for x in links_and_emails(text) if site_of(_split(x)[0]) not in own]
+    return [x for x in links_and_emails(text) if not _is_local(host := _split(x)[0]) and site_of(host) not in own]
 
 
 # What a page may send a reader to another site for. A download counts only when the link is to a
