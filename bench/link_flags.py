@@ -59,13 +59,11 @@ def main() -> int:
             page = site.render(item)
             for chunk in chunk_document(page.parsed, settings, embedder, budget):
                 chunks += 1
-                found = injection_flags(chunk.content) + link_flags(chunk.content, own)
-                ai += bool(injection_flags(chunk.content))
-                links += bool(link_flags(chunk.content, own))
-                bare = link_flags(chunk.content, none)
-                links_bare += bool(bare)
-                if (found or bare) and len(examples) < args.examples:
-                    examples.append(f"    {item.path} > {chunk.heading}: {', '.join(found or bare)}")
+                addressed, sent, bare = (injection_flags(chunk.content), link_flags(chunk.content, own),
+                                         link_flags(chunk.content, none))
+                ai, links, links_bare = ai + bool(addressed), links + bool(sent), links_bare + bool(bare)
+                if (found := addressed + sent or bare) and len(examples) < args.examples:
+                    examples.append(f"    {item.path} > {chunk.heading}: {', '.join(found)}")
         flagged_as_ci += ai + links
         print(f"{name:<11} {chunks:>7} {ai:>12} {links:>10} {links_bare:>19}")
         print("\n".join(examples), end="\n" if examples else "")
