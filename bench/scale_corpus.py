@@ -87,17 +87,29 @@ def _load_real(store: Store) -> _Real:
         "JOIN documents d ON d.id = c.document_id WHERE c.source <> %s ORDER BY c.id", (SOURCE,)).fetchall()
     vectors = np.asarray([r[5] for r in rows], dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    neighbours = np.empty((len(rows), NEIGHBOURS), dtype=np.int64)
-    for start in range(0, len(rows), 1024):  # in blocks: the full similarity matrix is 10,500 squared
-        sims = vectors[start:start + 1024] @ vectors.T
-        for i in range(sims.shape[0]):
-            sims[i, start + i] = -2  # not its own neighbour
-        neighbours[start:start + 1024] = np.argpartition(-sims, NEIGHBOURS, axis=1)[:, :NEIGHBOURS]
     return _Real(
         ids=[r[0] for r in rows], titles=[r[1] for r in rows], headings=[r[2] for r in rows],
         tokens=np.asarray([r[3] for r in rows]), lengths=np.asarray([len(r[4]) for r in rows]),
         pieces=[[p.strip() for p in _PIECES.split(r[4]) if len(p.split()) >= 3] or [r[4]] for r in rows],
-        vectors=vectors, neighbours=neighbours)
+        vectors=vectors, neighbours=nearest(vectors))
+
+
+def nearest(vectors: np.ndarray) -> np.ndarray:
+    """The NEIGHBOURS nearest other rows of each row of unit vectors."""
+    neighbours = np.empty((len(vectors), NEIGHBOURS), dtype=np.int64)
+    for start in range(0, len(vectors), 1024):  # in blocks: the full similarity matrix is 10,500 squared
+        sims = vectors[start:start + 1024] @ vectors.T
+        for i in range(sims.shape[0]):
+            sims[i, start + i] = -2  # not its own neighbour
+        neighbours[start:start + 1024] = np.argpartition(-sims, NEIGHBOURS, axis=1)[:, :NEIGHBOURS]
+    return neighbours
+
+
+def with_noise(means: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Unit rows near the given unit means (cosine about 0.94), so derived vectors sit among those of
+    their topic as near neighbours do, not on top of each other."""
+    noisy = means + rng.normal(0, NOISE / np.sqrt(means.shape[1]), means.shape).astype(np.float32)
+    return noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
 
 
 def _synthetic(real: _Real, rng: np.random.Generator) -> tuple[str, str, str, int, np.ndarray]:
@@ -121,8 +133,7 @@ def _synthetic(real: _Real, rng: np.random.Generator) -> tuple[str, str, str, in
     used = np.nonzero(weights)[0]
     mean = weights[used] @ real.vectors[used]
     mean /= np.linalg.norm(mean)
-    vector = mean + rng.normal(0, NOISE / np.sqrt(mean.size), mean.size).astype(np.float32)
-    vector /= np.linalg.norm(vector)
+    vector = with_noise(mean[None, :], rng)[0]
     tokens = max(1, round(int(real.tokens[seed]) * len(content) / max(1, int(real.lengths[seed]))))
     return real.titles[seed], real.headings[seed], content, tokens, vector
 

@@ -566,21 +566,40 @@ scored_sections AS MATERIALIZED (
     UNION
     SELECT c.document_id, c.heading_path FROM vector_side JOIN chunks c USING (id) WHERE %(use_text)s
 ),
--- Each scored section's matching chunks' count of each question word, with that word's IDF in the
--- chunk's source.
-term_counts AS MATERIALIZED (
-    SELECT c.id, c.source, c.document_id, c.heading_path, c.tokens, u.lexeme, i.idf, u.tf
-    FROM text_query t
-    CROSS JOIN scored_sections s
-    JOIN chunks c ON c.document_id = s.document_id AND c.heading_path = s.heading_path AND c.fts @@ t.tsq
-    CROSS JOIN LATERAL (SELECT lexeme, cardinality(positions) AS tf FROM unnest(c.fts) AS x(lexeme, positions)) u
-    JOIN lexeme_idf i ON i.source = c.source AND i.lexeme = u.lexeme
-    WHERE u.lexeme = ANY(t.lexemes) AND {_FILTERS}
+-- The IDF of each question word in each source, with the source's average chunk and section lengths.
+word_weights AS MATERIALIZED (
+    SELECT i.source, i.lexeme, i.idf, st.chunk_tokens, st.section_tokens
+    FROM text_query t JOIN lexeme_idf i ON i.lexeme = ANY(t.lexemes) JOIN source_stats st USING (source)
+    WHERE %(source)s::text IS NULL OR i.source = %(source)s
 ),
-chunk_bm25 AS MATERIALIZED (
-    SELECT id, sum(idf * (tf * (%(k1)s + 1)) / (tf + %(k1)s * (1 - %(b)s + %(b)s * tokens / st.chunk_tokens))) AS bm25,
-           sum(idf) AS matched_weight
-    FROM term_counts JOIN source_stats st USING (source)
+-- Every chunk of the scored sections (reached through the section index, so the cost follows the
+-- candidates, not the index), with its section's length (all its chunks count) and, when it passes
+-- the filters, one row per question word it holds: the word's count and weight. A chunk holding
+-- none has one row without a word, so its section's score still reaches it.
+section_words AS MATERIALIZED (
+    SELECT c.id, c.document_id, c.heading_path, c.tokens, c.section_length, c.searchable,
+           c.id IN (SELECT id FROM vector_side) AS in_vector, u.lexeme, u.tf, w.idf, w.chunk_tokens, w.section_tokens
+    FROM (SELECT c.id, c.source, c.document_id, c.heading_path, c.tokens, c.fts, ({_FILTERS}) AS searchable,
+                 sum(c.tokens) OVER (PARTITION BY c.document_id, c.heading_path) AS section_length
+          FROM scored_sections s JOIN chunks c ON c.document_id = s.document_id AND c.heading_path = s.heading_path) c
+    CROSS JOIN text_query t
+    LEFT JOIN LATERAL (SELECT x.lexeme, cardinality(x.positions) AS tf FROM unnest(c.fts) AS x(lexeme, positions)
+                       WHERE c.searchable AND x.lexeme = ANY(t.lexemes)) u ON true
+    LEFT JOIN word_weights w ON w.source = c.source AND w.lexeme = u.lexeme
+),
+-- Per chunk: its BM25, the question's word weight it holds, and its section's BM25 (each word's
+-- count summed over the section's chunks, against the section's length: words spread over a
+-- section's chunks still count together). Windows, not joins: the planner cannot size these rows.
+chunk_scores AS MATERIALIZED (
+    SELECT id, bool_or(in_vector) AS in_vector,
+           sum(idf * (tf * (%(k1)s + 1)) / (tf + %(k1)s * (1 - %(b)s + %(b)s * tokens / chunk_tokens))) AS bm25,
+           sum(idf) AS matched_weight, max(section_bm25) AS section_bm25
+    FROM (SELECT *, sum(CASE WHEN first THEN idf * (section_tf * (%(k1)s + 1))
+                             / (section_tf + %(k1)s * (1 - %(b)s + %(b)s * section_length / section_tokens)) END)
+                        OVER (PARTITION BY document_id, heading_path) AS section_bm25
+          FROM (SELECT *, sum(tf) OVER word AS section_tf, row_number() OVER word = 1 AND lexeme IS NOT NULL AS first
+                FROM section_words WINDOW word AS (PARTITION BY document_id, heading_path, lexeme)) per_word
+         ) per_section
     GROUP BY id
 ),
 -- The question's total word weight in each source (a word in no chunk: the IDF of document frequency 0).
@@ -590,41 +609,27 @@ question_weight AS (
     LEFT JOIN lexeme_idf i ON i.source = st.source AND i.lexeme = q.lexeme
     GROUP BY st.source
 ),
--- The same over whole sections (a heading's chunks together): words spread over a section's
--- chunks still count together.
-section_bm25 AS MATERIALIZED (
-    SELECT document_id, heading_path,
-           sum(idf * (tf * (%(k1)s + 1)) / (tf + %(k1)s * (1 - %(b)s + %(b)s * length / st.section_tokens))) AS bm25
-    FROM (SELECT source, document_id, heading_path, lexeme, min(idf) AS idf, sum(tf) AS tf FROM term_counts
-          GROUP BY source, document_id, heading_path, lexeme) terms
-    JOIN (SELECT document_id, heading_path, sum(tokens) AS length FROM chunks
-          WHERE document_id IN (SELECT document_id FROM term_counts) GROUP BY document_id, heading_path) lengths
-         USING (document_id, heading_path)
-    JOIN source_stats st USING (source)
-    WHERE %(use_vector)s  -- only the hybrid score uses it
-    GROUP BY document_id, heading_path
-),
-text_side AS (
-    SELECT id FROM chunk_bm25 ORDER BY bm25 DESC, id LIMIT %(n)s
-),
+-- The vector side's chunks and the text side's best (by chunk BM25), with their scores.
 candidates AS (
-    SELECT id FROM vector_side UNION SELECT id FROM text_side
+    SELECT id, bm25, matched_weight, section_bm25
+    FROM (SELECT *, row_number() OVER (ORDER BY bm25 DESC NULLS LAST, id) AS text_rank FROM chunk_scores) ranked
+    WHERE in_vector OR (bm25 IS NOT NULL AND text_rank <= %(n)s)
+    UNION ALL
+    SELECT id, NULL, NULL, NULL FROM vector_side WHERE id NOT IN (SELECT id FROM chunk_scores)
 )
 SELECT c.id, c.source, d.path, c.url, d.title, c.heading, c.breadcrumb, c.content, v.distance, c.flags,
        CASE WHEN %(use_vector)s AND %(use_text)s
-                 THEN 1 - v.distance + %(chunk_weight)s * coalesce(t.bm25 / nullif(best.chunk, 0), 0)
-                                     + %(section_weight)s * coalesce(s.bm25 / nullif(best.section, 0), 0)
+                 THEN 1 - v.distance + %(chunk_weight)s * coalesce(k.bm25 / nullif(best.chunk, 0), 0)
+                                     + %(section_weight)s * coalesce(k.section_bm25 / nullif(best.section, 0), 0)
             WHEN %(use_vector)s THEN 1 - v.distance
-            ELSE t.bm25 END
+            ELSE k.bm25 END
        * CASE WHEN %(demote)s AND d.kind = 'changelog' THEN %(changelog_factor)s ELSE 1 END AS rank_score,
        w.coverage
-FROM candidates JOIN chunks c USING (id) JOIN documents d ON d.id = c.document_id
-LEFT JOIN chunk_bm25 t ON t.id = c.id
-LEFT JOIN section_bm25 s ON s.document_id = c.document_id AND s.heading_path = c.heading_path
+FROM candidates k JOIN chunks c USING (id) JOIN documents d ON d.id = c.document_id
 LEFT JOIN question_weight qw ON qw.source = c.source
-CROSS JOIN (SELECT (SELECT max(bm25) FROM chunk_bm25) AS chunk, (SELECT max(bm25) FROM section_bm25) AS section) best
+CROSS JOIN (SELECT max(bm25) AS chunk, max(section_bm25) AS section FROM chunk_scores) best
 CROSS JOIN LATERAL (SELECT c.embedding <=> %(q)s AS distance) v
-CROSS JOIN LATERAL (SELECT coalesce(t.matched_weight / nullif(qw.weight, 0), 0) AS coverage) w
+CROSS JOIN LATERAL (SELECT coalesce(k.matched_weight / nullif(qw.weight, 0), 0) AS coverage) w
 WHERE %(max_distance)s::float8 IS NULL OR v.distance <= %(max_distance)s
    OR v.distance <= %(max_distance)s + (%(coverage_max_distance)s::float8 - %(max_distance)s)
                      * least(1, w.coverage / %(min_coverage)s::float8)

@@ -159,4 +159,11 @@ MIGRATIONS: list[str] = [
     UPDATE chunks c SET in_default_version = false FROM sources s
     WHERE s.name = c.source AND c.version <> s.default_version;
     """,
+    # 9: the chunks of a section (document, heading path) through an index: hybrid search scores
+    # the sections of its candidates, and found them by scanning every chunk holding a question word
+    # (0.56 s per search at 100,000 chunks). It serves the document's chunks as well.
+    """
+    CREATE INDEX chunks_section_idx ON chunks (document_id, heading_path);
+    DROP INDEX chunks_document_idx;
+    """,
 ]
