@@ -320,3 +320,40 @@ def test_searches_follow_the_default_version_as_it_moves(settings: Settings):
         flags = store.conn.execute("SELECT version, bool_and(in_default_version) FROM chunks GROUP BY version "
                                    "ORDER BY version").fetchall()
         assert flags == [("1.0", False), ("2.0", True)]
+
+
+class _Embedder:
+    """The query side of an embedder of model "m": a fixed 16-dimensional vector."""
+    model = "m"
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return np.ones(16, dtype=np.float32) / 4
+
+
+def test_a_search_is_one_round_trip_on_a_connection_that_has_searched(settings: Settings, tmp_path: Path):
+    """Counted in libpq's own trace of what the client sends: every statement ends in a Sync
+    (extended protocol) or is a Query (simple protocol), and each waits for the server's answer."""
+    from pgcite.retrieval import retrieve, search
+
+    with Store.open(settings) as writer:
+        writer.bind_model("m", 16)
+        writer.upsert_source("s", "/s", "")
+        writer.replace_document("s", "a.md", "A", "", "c", _rows("s:a.md", 5, np.random.default_rng(1)))
+        writer.refresh_indexes()
+    trace = tmp_path / "libpq.trace"
+
+    def round_trips(do) -> int:
+        with Store.open(settings, read_only=True) as store:
+            do(store)  # the first search on a connection reads the model and sets the session up
+            with trace.open("w") as out:
+                store.conn.pgconn.trace(out.fileno())
+                store.conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+                do(store)
+                store.conn.pgconn.untrace()
+        sent = [line.split("\t")[2].split()[0] for line in trace.read_text().splitlines() if line.startswith("F\t")]
+        assert sent, "libpq traced nothing"
+        return sum(message in ("Sync", "Query") for message in sent)
+
+    for mode in ("vector", "text", "hybrid"):
+        assert round_trips(lambda store: search(store, _Embedder(), "text about a", k=3, mode=mode)) == 1
+    assert round_trips(lambda store: retrieve(store, _Embedder(), "text about a")) == 1

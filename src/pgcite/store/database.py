@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import weakref
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -60,6 +61,13 @@ TEXT_POSTINGS = 1000
 # HNSW candidates per scan (pgvector's default is 40): at 100,000 chunks 800 finds 0.994 of the exact
 # top 10 in 0.041 s (p95), 100 only 0.896 (docs/storage.md, "Search at scale").
 EF_SEARCH = 800
+
+
+# What a connection keeps once read, so that a search is one round trip: the recorded model (it
+# never changes once recorded; checking it cost two queries a question) and whether the search
+# settings are set for the session (they cost a transaction of four statements a search).
+_RECORDED_MODEL: "weakref.WeakKeyDictionary[psycopg.Connection, tuple[str, int]]" = weakref.WeakKeyDictionary()
+_SEARCH_READY: "weakref.WeakSet[psycopg.Connection]" = weakref.WeakSet()
 
 
 @dataclass(frozen=True)
@@ -233,6 +241,8 @@ class Store:
     # --- the embedding model ----------------------------------------------------------------
 
     def stored_model(self) -> tuple[str, int] | None:
+        if (recorded := _RECORDED_MODEL.get(self.conn)) is not None:
+            return recorded
         rows = dict(
             self.conn.execute(
                 "SELECT key, value FROM pgcite_settings WHERE key IN ('embedding_model', 'embedding_dimension')"
@@ -240,7 +250,8 @@ class Store:
         )
         if "embedding_model" not in rows:
             return None
-        return rows["embedding_model"], int(rows["embedding_dimension"])
+        recorded = _RECORDED_MODEL[self.conn] = rows["embedding_model"], int(rows["embedding_dimension"])
+        return recorded
 
     def bind_model(self, model: str, dimension: int) -> None:
         """Record the model on first use; refuse any other model afterwards."""
@@ -494,10 +505,11 @@ class Store:
             "chunk_weight": CHUNK_WEIGHT, "section_weight": SECTION_WEIGHT, "k1": BM25_K1, "b": BM25_B,
             "postings": TEXT_POSTINGS, "demote": demote_changelogs, "changelog_factor": CHANGELOG_FACTOR,
         }
-        with self.conn.transaction():
-            self.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            self.conn.execute(f"SET LOCAL hnsw.ef_search = {int(EF_SEARCH)}")
-            rows = self.conn.execute(_SEARCH_SQL, params).fetchall()
+        if self.conn not in _SEARCH_READY:
+            self.conn.execute(f"SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = {int(EF_SEARCH)}")
+            if self.conn.info.transaction_status == pq.TransactionStatus.IDLE:  # not undone by a rollback
+                _SEARCH_READY.add(self.conn)
+        rows = self.conn.execute(_SEARCH_SQL, params).fetchall()
         return [SearchHit(*row[:8], distance=float(row[8]), flags=tuple(row[9]), rank_score=float(row[10]),
                           coverage=float(row[11])) for row in rows]
 
@@ -583,8 +595,11 @@ section_words AS MATERIALIZED (
                  sum(c.tokens) OVER (PARTITION BY c.document_id, c.heading_path) AS section_length
           FROM scored_sections s JOIN chunks c ON c.document_id = s.document_id AND c.heading_path = s.heading_path) c
     CROSS JOIN text_query t
-    LEFT JOIN LATERAL (SELECT x.lexeme, cardinality(x.positions) AS tf FROM unnest(c.fts) AS x(lexeme, positions)
-                       WHERE c.searchable AND x.lexeme = ANY(t.lexemes)) u ON true
+    -- The question's words alone, picked out in C before unnesting (every position of fts has weight
+    -- D; they get A): 2.5 times as fast as unnesting every word of the chunk and filtering.
+    LEFT JOIN LATERAL (SELECT x.lexeme, cardinality(x.positions) AS tf
+                       FROM unnest(ts_filter(setweight(c.fts, 'A', t.lexemes), '{{a}}')) AS x(lexeme, positions)
+                       WHERE c.searchable) u ON true
     LEFT JOIN word_weights w ON w.source = c.source AND w.lexeme = u.lexeme
 ),
 -- Per chunk: its BM25, the question's word weight it holds, and its section's BM25 (each word's
