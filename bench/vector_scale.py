@@ -20,7 +20,8 @@ same run is exact search (no index) on a few questions.
 The tables (bench_vectors_vector, bench_vectors_halfvec) stay in the base home; a run with another
 row count, or --rebuild, loads and indexes them again. Build figures are kept beside them.
 
-Usage: .venv/bin/python bench/vector_scale.py [--rows N] [--rebuild] [--workers N] [--memory 4GB]
+Usage: .venv/bin/python bench/vector_scale.py [--rows N] [--rebuild] [--types vector,halfvec]
+           [--m 16] [--ef-construction 64] [--workers 1] [--memory 4GB]
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 QUESTION_SETS = {"anthropic": ANTHROPIC / "questions-dev.jsonl", "marten": ROOT / "eval" / "marten.jsonl",
                  "fastapi": ROOT / "eval" / "fastapi.jsonl", "docusaurus": ROOT / "eval" / "docusaurus.jsonl"}
 TYPES = ("vector", "halfvec")
-EF_SEARCH = (40, 100, 200, 400, 800)
+EF_SEARCH = (40, 100, 200, 400, 800, 1600)
 K = 10
 FILTERED = 0.01  # each filtered source's share of the rows
 EXACT_QUESTIONS = 10  # the baseline's sample: an exact scan of a million rows takes seconds
@@ -81,10 +82,9 @@ def table(kind: str) -> sql.Identifier:
     return sql.Identifier(f"bench_vectors_{kind}")
 
 
-def build(conn, vectors: np.ndarray, sources: np.ndarray, workers: int, memory: str) -> dict:
-    """Load both tables, then build and measure each HNSW index."""
+def load(conn, vectors: np.ndarray, sources: np.ndarray) -> float:
+    """Both tables, with a B-tree index on source as pgcite's chunks table has; returns seconds."""
     dim = vectors.shape[1]
-    figures = {"rows": len(vectors), "workers": workers, "maintenance_work_mem": memory}
     for kind in TYPES:
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table(kind)))
         conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, source text NOT NULL, embedding {}({}) NOT NULL)")
@@ -97,22 +97,30 @@ def build(conn, vectors: np.ndarray, sources: np.ndarray, workers: int, memory: 
             copy.write_row((i, source, vector))
     conn.execute(sql.SQL("INSERT INTO {} SELECT id, source, embedding::halfvec FROM {}")
                  .format(table("halfvec"), table("vector")))
-    figures["load_s"] = time.perf_counter() - started
-    conn.execute(f"SET maintenance_work_mem = '{memory}'")
-    conn.execute(f"SET max_parallel_maintenance_workers = {int(workers)}")
+    seconds = time.perf_counter() - started
     for kind in TYPES:
         conn.execute(sql.SQL("CREATE INDEX ON {} (source)").format(table(kind)))
         conn.execute(sql.SQL("VACUUM ANALYZE {}").format(table(kind)))
-        started = time.perf_counter()
-        conn.execute(sql.SQL("CREATE INDEX {} ON {} USING hnsw (embedding {})").format(
-            sql.Identifier(f"bench_vectors_{kind}_hnsw"), table(kind), sql.SQL(f"{kind}_cosine_ops")))
-        figures[f"{kind}_build_s"] = time.perf_counter() - started
-        figures[f"{kind}_index_bytes"] = conn.execute(
-            "SELECT pg_relation_size(%s)", (f"bench_vectors_{kind}_hnsw",)).fetchone()[0]
-        figures[f"{kind}_table_bytes"] = conn.execute(
-            "SELECT pg_table_size(%s)", (f"bench_vectors_{kind}",)).fetchone()[0]
-        print(f"built {kind}: {figures[f'{kind}_build_s']:.0f} s, index {figures[f'{kind}_index_bytes'] / 2**20:.0f} MB",
-              flush=True)
+    return seconds
+
+
+def build_index(conn, kind: str, m: int, ef_construction: int, workers: int, memory: str) -> dict:
+    """Build one HNSW index; its seconds, size, and pgvector's notices (it says when the graph
+    outgrows maintenance_work_mem and the build slows)."""
+    notices: list[str] = []
+    conn.add_notice_handler(lambda diagnostic: notices.append(diagnostic.message_primary or ""))
+    conn.execute(f"SET maintenance_work_mem = '{memory}'")
+    conn.execute(f"SET max_parallel_maintenance_workers = {int(workers)}")
+    name = f"bench_vectors_{kind}_hnsw"
+    conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(name)))
+    started = time.perf_counter()
+    conn.execute(sql.SQL("CREATE INDEX {} ON {} USING hnsw (embedding {}) WITH (m = {}, ef_construction = {})").format(
+        sql.Identifier(name), table(kind), sql.SQL(f"{kind}_cosine_ops"), sql.Literal(m), sql.Literal(ef_construction)))
+    figures = {"m": m, "ef_construction": ef_construction, "workers": workers, "maintenance_work_mem": memory,
+               "build_s": time.perf_counter() - started, "notices": notices,
+               "index_bytes": conn.execute("SELECT pg_relation_size(%s)", (name,)).fetchone()[0],
+               "table_bytes": conn.execute("SELECT pg_table_size(%s)", (f"bench_vectors_{kind}",)).fetchone()[0]}
+    print(f"built {kind}: {figures['build_s']:.0f} s, index {figures['index_bytes'] / 2**20:.0f} MB", flush=True)
     return figures
 
 
@@ -139,13 +147,14 @@ def plan(conn, kind: str, source: str | None, query: np.ndarray) -> str:
 
 
 def timed(conn, kind: str, queries: np.ndarray, source: str | None, rounds: int = 2) -> tuple[list[float], list[list[int]]]:
-    """Seconds per search (after a warm-up round) and the ids each found."""
+    """Seconds per search (after a warm-up round) and the ids each found. Never prepared: planned
+    for each question's values, as pgcite's searches are (plan_cache_mode = force_custom_plan)."""
     query = _query(kind, source)
     times, found = [], []
     for round_ in range(rounds):
         for q in queries:
             started = time.perf_counter()
-            ids = [r[0] for r in conn.execute(query, (q,)).fetchall()]
+            ids = [r[0] for r in conn.execute(query, (q,), prepare=False).fetchall()]
             if round_:
                 times.append(time.perf_counter() - started)
             else:
@@ -163,7 +172,11 @@ def main() -> int:
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--workers", type=int, default=1, help="max_parallel_maintenance_workers for the build")
     parser.add_argument("--memory", default="4GB", help="maintenance_work_mem for the build")
+    parser.add_argument("--m", type=int, default=16, help="HNSW m (pgvector's default 16)")
+    parser.add_argument("--ef-construction", type=int, default=64, help="HNSW ef_construction (default 64)")
+    parser.add_argument("--types", default=",".join(TYPES), help="vector, halfvec or both")
     args = parser.parse_args()
+    types = [t for t in args.types.split(",") if t in TYPES]
     settings = base_settings()
     ensure_base(settings)
     questions = [q for path in QUESTION_SETS.values() for q in load_questions(path)]
@@ -175,17 +188,24 @@ def main() -> int:
     figures_file = BASE_HOME / "vector-scale-build.json"
     with Store.open(settings) as store:
         conn = store.conn
-        have = conn.execute("SELECT to_regclass('bench_vectors_halfvec_hnsw') IS NOT NULL").fetchone()[0]
         figures = json.loads(figures_file.read_text()) if figures_file.exists() else {}
-        if args.rebuild or not have or figures.get("rows") != args.rows:
-            figures = build(conn, vectors, sources, args.workers, args.memory)
+        loaded = all(conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"bench_vectors_{kind}",)).fetchone()[0]
+                     for kind in TYPES)
+        if args.rebuild or not loaded or figures.get("rows") != args.rows:
+            figures = {"rows": args.rows, "load_s": load(conn, vectors, sources)}
+        for kind in types:
+            wanted = {"m": args.m, "ef_construction": args.ef_construction}
+            if args.rebuild or any(figures.get(kind, {}).get(key) != value for key, value in wanted.items()):
+                figures[kind] = build_index(conn, kind, args.m, args.ef_construction, args.workers, args.memory)
             figures_file.write_text(json.dumps(figures, indent=1))
-        print(f"\n{args.rows:,} x {vectors.shape[1]}: loaded in {figures['load_s']:.0f} s; HNSW built with "
-              f"maintenance_work_mem {figures['maintenance_work_mem']}, {figures['workers']} parallel worker(s)")
-        print(f"{'type':>8} {'build s':>8} {'index MB':>9} {'table MB':>9}")
-        for kind in TYPES:
-            print(f"{kind:>8} {figures[f'{kind}_build_s']:8.0f} {figures[f'{kind}_index_bytes'] / 2**20:9.0f} "
-                  f"{figures[f'{kind}_table_bytes'] / 2**20:9.0f}")
+        print(f"\n{args.rows:,} x {vectors.shape[1]}, loaded in {figures['load_s']:.0f} s")
+        print(f"{'type':>8} {'m':>3} {'ef_constr':>9} {'workers':>7} {'memory':>7} {'build s':>8} {'index MB':>9} "
+              f"{'table MB':>9}  notices")
+        for kind in types:
+            f = figures[kind]
+            print(f"{kind:>8} {f['m']:>3} {f['ef_construction']:>9} {f['workers']:>7} {f['maintenance_work_mem']:>7} "
+                  f"{f['build_s']:8.0f} {f['index_bytes'] / 2**20:9.0f} {f['table_bytes'] / 2**20:9.0f}  "
+                  f"{'; '.join(f['notices']) or '-'}")
 
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
         off_topic = np.asarray([name != "marten" for name in asked_of])
@@ -202,7 +222,7 @@ def main() -> int:
         print(f"{'filter':>8} {'type':>8} {'ef_search':>9} {'p50':>7} {'p95':>7} {'exact/p50':>9} {'recall@10':>9} "
               f"{'full k':>8}")
         for name, source, asked, truth in cases:
-            for kind in TYPES:
+            for kind in types:
                 print(f"{name:>8} {kind:>8} plan: {plan(conn, kind, source, asked[0])}")
                 for ef in EF_SEARCH:
                     conn.execute(f"SET hnsw.ef_search = {ef}")

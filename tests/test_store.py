@@ -180,9 +180,22 @@ def test_a_select_only_role_can_search_an_up_to_date_database(database_url: str)
 
 def test_a_model_too_wide_for_the_index_is_refused_before_anything_is_stored(settings: Settings):
     with Store.open(settings) as store:
-        with pytest.raises(StoreError, match=r"3072-dimensional.*at most 2000"):
-            store.bind_model("text-embedding-3-large", 3072)
+        with pytest.raises(StoreError, match=r"4096-dimensional.*at most 4000"):
+            store.bind_model("too-wide", 4096)
         assert store.stored_model() is None
+
+
+def test_vectors_are_half_precision_so_a_3072_dimension_model_is_indexed(settings: Settings):
+    with Store.open(settings) as store:
+        store.bind_model("text-embedding-3-large", 3072)
+        store.upsert_source("s", "/s", "")
+        store.replace_document("s", "a.md", "A", "", "c", _rows("s:a.md", 3, np.random.default_rng(2), dim=3072))
+        store.refresh_indexes()
+        assert store.has_vector_index()
+        assert store.conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
+                                  "'chunks'::regclass AND attname = 'embedding'").fetchone()[0] == "halfvec(3072)"
+        question = _rows("q", 1, np.random.default_rng(2), dim=3072)[0].embedding  # the same as a.md#0
+        assert store.search(question, "", 1, mode="vector")[0].id == "s:a.md#0"
 
 
 def _unit(cosine: float) -> np.ndarray:
@@ -195,7 +208,7 @@ def test_text_and_hybrid_scores_are_bm25_and_cosine_plus_weighted_bm25(settings:
     # No breadcrumb, so only the content is indexed. e.md's section has two chunks.
     fixture = {"a": [("gearbox gearbox speed", 3, 0.2)], "b": [("gearbox oil", 2, 0.9)],
                "c": [("speed limit", 2, 0.5)], "d": [("paint colour", 2, 0.95)],
-               "e": [("gearbox notes", 2, 0.3), ("speed notes", 2, 0.35)]}
+               "e": [("gearbox notes", 2, 0.3), ("speed notes", 2, 0.34)]}
     with Store.open(settings) as store:
         store.bind_model("m", 2)
         store.upsert_source("s", "/s", "")
@@ -227,7 +240,8 @@ def test_text_and_hybrid_scores_are_bm25_and_cosine_plus_weighted_bm25(settings:
                   + 0.2 * section.get(key[0], 0) / max(section.values()) for key in cosine}
         hits = store.search(question, "Gearbox speed?", 10, mode="hybrid")
         assert [h.id for h in hits] == [f"s:{key.replace('#', '.md#')}" for key in sorted(hybrid, key=hybrid.get, reverse=True)]
-        assert [h.rank_score for h in hits] == pytest.approx(sorted(hybrid.values(), reverse=True), abs=1e-6)
+        # Vectors are stored in half precision (halfvec): a cosine is good to about 2e-4.
+        assert [h.rank_score for h in hits] == pytest.approx(sorted(hybrid.values(), reverse=True), abs=5e-4)
         assert section["e"] > section["b"]  # the section sum matters: e's chunks alone score like b's
 
         # The relevance bar is on cosine distance in every mode: only b (0.9) and d (0.95) are within 0.4.
@@ -357,3 +371,49 @@ def test_a_search_is_one_round_trip_on_a_connection_that_has_searched(settings: 
     for mode in ("vector", "text", "hybrid"):
         assert round_trips(lambda store: search(store, _Embedder(), "text about a", k=3, mode=mode)) == 1
     assert round_trips(lambda store: retrieve(store, _Embedder(), "text about a")) == 1
+
+
+def test_a_database_of_full_precision_vectors_is_converted_to_halfvec_with_its_index(settings: Settings):
+    """Schema migration 10 on a database made before it: vector(16) becomes halfvec(16), the HNSW
+    index is rebuilt for it, and searches find what they found."""
+    vectors = np.eye(16, dtype=np.float32)[:4]
+    with psycopg.connect(settings.database_url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute("CREATE TABLE pgcite_schema (version int NOT NULL)")
+        for version, step in enumerate(MIGRATIONS[:9], start=1):
+            conn.execute(step)
+            conn.execute("INSERT INTO pgcite_schema (version) VALUES (%s)", (version,))
+        conn.execute("INSERT INTO pgcite_settings VALUES ('embedding_model', 'm'), ('embedding_dimension', '16')")
+        conn.execute("ALTER TABLE chunks ADD COLUMN embedding vector(16) NOT NULL")
+        conn.execute("INSERT INTO sources (name, location) VALUES ('s', '/s')")
+        (doc,) = conn.execute("INSERT INTO documents (source, path, title, checksum) VALUES ('s', 'a.md', 'A', 'c') "
+                              "RETURNING id").fetchone()
+        for i, vector in enumerate(vectors):
+            conn.execute("INSERT INTO chunks (id, document_id, source, path, ord, heading, heading_path, breadcrumb, "
+                         "content, tokens, embed_hash, embedding) VALUES (%s, %s, 's', 'a.md', %s, 'H', '{H}', 'A > H', "
+                         "'text', 1, '\\x00', %s::vector)", (f"s:a.md#{i}", doc, i, str(vector.tolist())))
+        conn.execute("CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)")
+    with Store.open(settings) as store:
+        column, index = store.conn.execute(
+            "SELECT format_type(atttypid, atttypmod), pg_get_indexdef('chunks_embedding_hnsw'::regclass) "
+            "FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'").fetchone()
+        assert column == "halfvec(16)" and "halfvec_cosine_ops" in index
+        for i, vector in enumerate(vectors):
+            assert store.search(vector, "", 1, mode="vector")[0].id == f"s:a.md#{i}"
+
+
+def test_searches_are_planned_for_their_own_filters_on_a_connection_that_prepared_them(settings: Settings):
+    """psycopg prepares a statement run five times; PostgreSQL would then switch to a generic plan
+    that cannot tell a small source from the whole index. Every search is planned for its values."""
+    from pgcite.retrieval import search
+
+    with Store.open(settings) as store:
+        store.bind_model("m", 16)
+        store.upsert_source("s", "/s", "")
+        store.replace_document("s", "a.md", "A", "", "c", _rows("s:a.md", 5, np.random.default_rng(1)))
+        store.refresh_indexes()
+        for _ in range(12):
+            search(store, _Embedder(), "text", k=3, mode="hybrid", filters=SearchFilter(source="s"))
+        generic, custom = store.conn.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+                                             "WHERE statement LIKE '%%vector_side%%'").fetchone()
+        assert (generic, custom) == (0, 12 - 5)  # prepared from the sixth run on
