@@ -449,8 +449,9 @@ class Store:
 
     def refresh_indexes(self) -> None:
         """After an ingest: build the HNSW index if it is missing, refresh BM25's statistics."""
-        if self.stored_model() is not None and not self.has_vector_index():
-            self.conn.execute("SET maintenance_work_mem = '256MB'")
+        if (model := self.stored_model()) is not None and not self.has_vector_index():
+            rows = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            self.conn.execute(f"SET maintenance_work_mem = '{index_build_memory(rows, model[1])}MB'")
             self.conn.execute(
                 f"CREATE INDEX IF NOT EXISTS {self.VECTOR_INDEX} ON chunks USING hnsw (embedding halfvec_cosine_ops)"
             )
@@ -657,6 +658,14 @@ WHERE %(max_distance)s::float8 IS NULL OR v.distance <= %(max_distance)s
 ORDER BY rank_score DESC, c.id
 LIMIT %(k)s
 """
+
+
+def index_build_memory(rows: int, dimension: int) -> int:
+    """Megabytes of maintenance_work_mem for building the HNSW index over `rows` vectors: the whole
+    graph in memory (a half-precision vector and its neighbour lists, about 2 * dimension + 700
+    bytes a row, a quarter more for margin), from 256 MB to 4 GB. A graph that outgrows it still
+    builds, many times slower (docs/storage.md, "Vectors at a million")."""
+    return max(256, min(4096, round(rows * (2 * dimension + 700) * 1.25 / 2**20)))
 
 
 def embed_hash(model: str, text: str) -> bytes:

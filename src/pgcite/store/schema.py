@@ -179,7 +179,9 @@ MIGRATIONS: list[str] = [
         IF dimension IS NOT NULL THEN
             DROP INDEX IF EXISTS chunks_embedding_hnsw;
             EXECUTE format('ALTER TABLE chunks ALTER COLUMN embedding TYPE halfvec(%s)', dimension);
-            PERFORM set_config('maintenance_work_mem', '1GB', true);
+            -- as Store.refresh_indexes sizes it (database.index_build_memory)
+            PERFORM set_config('maintenance_work_mem', greatest(256, least(4096, round(
+                (SELECT count(*) FROM chunks) * (2 * dimension + 700) * 1.25 / 1048576)))::int || 'MB', true);
             CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding halfvec_cosine_ops);
         END IF;
     END $$;
