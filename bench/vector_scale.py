@@ -13,12 +13,14 @@ Every other row is in source `rest`. The queries are the eval questions of the f
 embedded with the bundled model; exact answers come from NumPy over all rows in float32.
 
 Each search is the vector side of pgcite's own: `ORDER BY embedding <=> q LIMIT 10` with
-`hnsw.iterative_scan = relaxed_order`, as PostgreSQL plans it (the plan is printed), one warm-up
-round, then timed. The baseline in the
-same run is exact search (no index) on a few questions.
+`hnsw.iterative_scan = relaxed_order`, planned for its own values as pgcite's are (the plan is
+printed), one warm-up round, then timed. Besides recall@10 it prints how much further the 10th row
+found is than the true 10th: among near-ties a miss costs recall but hardly any distance. The
+baseline in the same run is exact search (no index) on a few questions.
 
 The tables (bench_vectors_vector, bench_vectors_halfvec) stay in the base home; a run with another
-row count, or --rebuild, loads and indexes them again. Build figures are kept beside them.
+row count, or --rebuild, loads them again, and an index is built again when its m or
+ef_construction differs from the last build's. Build figures are kept beside them.
 
 Usage: .venv/bin/python bench/vector_scale.py [--rows N] [--rebuild] [--types vector,halfvec]
            [--m 16] [--ef-construction 64] [--workers 1] [--memory 4GB]

@@ -25,6 +25,7 @@ from .schema import MIGRATIONS
 
 READER_ROLE = "pgcite_reader"
 MAX_INDEXED_DIMENSION = 4000  # pgvector HNSW on the halfvec type
+PGVECTOR_NEEDED = (0, 8)  # halfvec (0.7) and iterative index scans (0.8)
 # The same model gives the fingerprint texts the same vectors to about 1e-6 (a server computing in
 # half precision to about 1e-3); another model's are far off.
 FINGERPRINT_MATCH = 0.99
@@ -199,6 +200,7 @@ class Store:
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('pgcite:migrate', 0))")
                     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                    self._require_pgvector()
                     conn.execute("CREATE TABLE IF NOT EXISTS pgcite_schema (version int NOT NULL)")
                     current = self._schema_version()  # again, under the lock
                     for version, step in enumerate(MIGRATIONS[current:], start=current + 1):
@@ -223,6 +225,15 @@ class Store:
                 ) from None
             raise _privilege_error(conn, "create pgcite's tables") from None
         register_vector(conn)
+
+    def _require_pgvector(self) -> None:
+        """Half-precision vectors need pgvector 0.7, iterative index scans 0.8."""
+        (version,) = self.conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        if tuple(int(part) for part in version.split(".")[:2]) < PGVECTOR_NEEDED:
+            raise StoreError(
+                f"PostgreSQL at {self.where} has pgvector {version}; pgcite needs "
+                f"{'.'.join(map(str, PGVECTOR_NEEDED))} or newer: install it on that server, then run "
+                "ALTER EXTENSION vector UPDATE in the database")
 
     def _grant_reader(self) -> None:
         """A NOLOGIN role that may only SELECT: the query path runs as it. Best effort: a role
