@@ -3,7 +3,7 @@
 Ingests the corpus once into a throw-away embedded database, then scores the questions with vector
 search, text search, and hybrid search at every pair of weights on the grid, all through the real
 search SQL (the weights are the module constants CHUNK_WEIGHT and SECTION_WEIGHT of
-pgcite.store.database, set per cell). Prints hit@1, MRR@3 and recall@3 per row (k = 3, distinct
+pgcite.store.search_sql, set per cell). Prints hit@1, MRR@3 and recall@3 per row (k = 3, distinct
 sections, as `pgcite eval`) and the median search time per question; the default row is marked
 with *.
 
@@ -23,7 +23,7 @@ from pgcite.config import Settings
 from pgcite.embedding import LocalEmbedder
 from pgcite.evaluation import evaluate, load_questions, run_searches
 from pgcite.core import Pgcite
-from pgcite.store import database
+from pgcite.store import search_sql
 from scratch import question_set, scratch_settings
 
 CHUNK_WEIGHTS = (0.3, 0.5, 0.7, 1.0)
@@ -43,7 +43,7 @@ def run(questions, corpus: Path, settings: Settings) -> int:
     embedder.embed_query = functools.lru_cache(maxsize=None)(embedder.embed_query)
     for q in questions:
         embedder.embed_query(q.question)
-    defaults = database.CHUNK_WEIGHT, database.SECTION_WEIGHT
+    defaults = search_sql.CHUNK_WEIGHT, search_sql.SECTION_WEIGHT
     with Pgcite(settings, embedder=embedder) as app:
         report = app.ingest(str(corpus), source="grid")
         print(f"corpus: {corpus} ({report.new} files, {report.chunks_embedded} chunks; {report.seconds:.0f} s)")
@@ -65,11 +65,11 @@ def run(questions, corpus: Path, settings: Settings) -> int:
         try:
             for chunk_weight in CHUNK_WEIGHTS:
                 for section_weight in SECTION_WEIGHTS:
-                    database.CHUNK_WEIGHT, database.SECTION_WEIGHT = chunk_weight, section_weight
+                    search_sql.CHUNK_WEIGHT, search_sql.SECTION_WEIGHT = chunk_weight, section_weight
                     mark = "*" if (chunk_weight, section_weight) == defaults else " "
                     row(f"{mark}hybrid chunk {chunk_weight:.1f} section {section_weight:.1f}", "hybrid")
         finally:
-            database.CHUNK_WEIGHT, database.SECTION_WEIGHT = defaults
+            search_sql.CHUNK_WEIGHT, search_sql.SECTION_WEIGHT = defaults
     return 0
 
 

@@ -301,14 +301,14 @@ def test_text_side_scores_the_chunks_holding_the_rarest_words_within_the_posting
         assert len(every_word["text"]) == 8 and every_word["text"][0][0] == "r.md"
         # A budget of 8 (word, chunk) pairs: "sprocket" (1 pair) fits, "widget" (8 more) does not. The
         # text side finds r.md alone, with its full score (its "widget" still counts).
-        monkeypatch.setattr("pgcite.store.database.TEXT_POSTINGS", 8)
+        monkeypatch.setattr("pgcite.store.search_sql.TEXT_POSTINGS", 8)
         assert search("text") == [every_word["text"][0]]
         # Hybrid also scores the vector side's chunks in full: the same results as with every word.
         assert search("hybrid") == every_word["hybrid"]
-        monkeypatch.setattr("pgcite.store.database.TEXT_POSTINGS", 9)
+        monkeypatch.setattr("pgcite.store.search_sql.TEXT_POSTINGS", 9)
         assert search("text") == every_word["text"]
         # The rarest word is always looked up, whatever the budget.
-        monkeypatch.setattr("pgcite.store.database.TEXT_POSTINGS", 0)
+        monkeypatch.setattr("pgcite.store.search_sql.TEXT_POSTINGS", 0)
         assert search("text") == [every_word["text"][0]]
 
 
@@ -417,3 +417,23 @@ def test_searches_are_planned_for_their_own_filters_on_a_connection_that_prepare
         generic, custom = store.conn.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements "
                                              "WHERE statement LIKE '%%vector_side%%'").fetchone()
         assert (generic, custom) == (0, 12 - 5)  # prepared from the sixth run on
+
+
+def test_a_chunk_without_the_question_words_gets_its_sections_score_and_stopwords_still_search(settings: Settings):
+    # One section of two chunks: only the first says "gearbox"; the second is nearer the question.
+    with Store.open(settings) as store:
+        store.bind_model("m", 2)
+        store.upsert_source("s", "/s", "")
+        store.replace_document("s", "a.md", "A", "", "x", [ChunkRow(
+            id=f"s:a.md#{i}", ord=i, heading="Oil", heading_path=("Oil",), breadcrumb="", anchor=None, url="",
+            content=content, tokens=2, embed_hash=embed_hash("m", content), embedding=_unit(cosine))
+            for i, (content, cosine) in enumerate((("gearbox oil", 0.2), ("paint colour", 0.9)))])
+        store.refresh_indexes()
+        question = np.array([1.0, 0.0], dtype=np.float32)
+        hits = {h.id: h for h in store.search(question, "gearbox", 10, mode="hybrid")}
+        # the section's BM25 is the best section's: + 0.2; the chunk's own is the best chunk's for #0 only
+        assert hits["s:a.md#1"].rank_score == pytest.approx(0.9 + 0.2, abs=5e-4)
+        assert hits["s:a.md#0"].rank_score == pytest.approx(0.2 + 0.5 + 0.2, abs=5e-4)
+        # A question of stopwords alone has no word side: hybrid search is the vector side.
+        assert [(h.id, round(h.rank_score, 3)) for h in store.search(question, "the of and", 10, mode="hybrid")] == [
+            ("s:a.md#1", 0.9), ("s:a.md#0", 0.2)]

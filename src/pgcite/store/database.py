@@ -21,6 +21,7 @@ from ..config import Settings
 from ..errors import ModelMismatchError, StoreError
 from ..vocabulary import SearchFilter, SearchHit
 from . import server
+from . import search_sql
 from .schema import MIGRATIONS
 
 READER_ROLE = "pgcite_reader"
@@ -47,41 +48,11 @@ class ChunkRow:
     flags: tuple[str, ...] = ()
 
 
-SEARCH_MODES = ("vector", "text", "hybrid")
-BM25_K1, BM25_B = 1.2, 0.75
-# Hybrid score: cosine similarity + CHUNK_WEIGHT * chunk BM25 + SECTION_WEIGHT * section BM25, each
-# BM25 divided by the question's best. Chosen on three question sets (Anthropic, Marten, pgcite's
-# docs), where it beat reciprocal rank fusion on all three (docs/retrieval.md has the tables).
-CHUNK_WEIGHT, SECTION_WEIGHT = 0.5, 0.2
-# Release notes rank below guide pages for a question that is not about a release: their
-# rank score is multiplied by this (docs/retrieval.md, "Release notes").
-CHANGELOG_FACTOR = 0.8
-# The full-text side looks up the question's rarest words, up to this many (word, chunk) pairs, so
-# its cost stops growing with the index; no result changed on the three question sets
-# (docs/retrieval.md, "Search time on a large index").
-TEXT_POSTINGS = 1000
-# HNSW candidates per scan (pgvector's default is 40): at 100,000 chunks 800 finds 0.994 of the exact
-# top 10 in 0.041 s (p95), 100 only 0.896 (docs/storage.md, "Search at scale").
-EF_SEARCH = 800
 
 
-# What a connection keeps once read, so that a search is one round trip: the recorded model (it
-# never changes once recorded; checking it cost two queries a question) and whether the search
-# settings are set for the session (they cost a transaction of four statements a search).
+# The recorded model, per connection: it never changes once recorded, and reading it cost two
+# queries a question (a search is one round trip, search_sql.py).
 _RECORDED_MODEL: "weakref.WeakKeyDictionary[psycopg.Connection, tuple[str, int]]" = weakref.WeakKeyDictionary()
-_SEARCH_READY: "weakref.WeakSet[psycopg.Connection]" = weakref.WeakSet()
-
-
-@dataclass(frozen=True)
-class WordMatch:
-    """A second way past the relevance bar, in text and hybrid modes: the more of the question's
-    word weight a chunk holds (each word weighted by its IDF in the chunk's source, a word the
-    source never uses by the IDF of a word in no chunk), the further it may be. The allowed
-    distance grows in proportion from the bar, for no word, to `max_distance`, for a share of
-    `coverage` or more."""
-
-    coverage: float
-    max_distance: float
 
 
 @dataclass(frozen=True)
@@ -476,200 +447,13 @@ class Store:
 
     # --- search -----------------------------------------------------------------------------
 
-    def search(
-        self,
-        vector: np.ndarray,
-        text: str,
-        k: int,
-        *,
-        mode: str = "vector",
-        filters: SearchFilter = SearchFilter(),
-        max_distance: float | None = None,
-        word_match: WordMatch | None = None,
-        candidates: int = 100,
-        demote_changelogs: bool = False,
-    ) -> list[SearchHit]:
-        """The k best chunks for a question, best first, ties broken by id.
-
-        vector: nearest by cosine distance (HNSW). text: BM25 over PostgreSQL full-text search, with
-        OR semantics so a question's words need not all appear. hybrid: each side's top
-        `candidates`, scored by cosine similarity + CHUNK_WEIGHT * the chunk's BM25 +
-        SECTION_WEIGHT * its section's BM25, each BM25 relative to the question's best. The text
-        side's candidates hold one of the question's rarest words (TEXT_POSTINGS); BM25 is exact
-        for every candidate. BM25 statistics are those of the chunk's own source. Every hit carries
-        its cosine distance, and max_distance (the relevance bar) applies to it in every mode; with
-        `word_match`, a chunk that holds more of the question's words passes at a larger distance.
-        Without a version filter, each source answers from its default version. With
-        `demote_changelogs`, release notes' rank scores are multiplied by CHANGELOG_FACTOR.
-
-        Iterative index scans keep filtered searches from silently returning fewer than k rows;
-        relaxed order is re-sorted by the outer query."""
-        if mode not in SEARCH_MODES:
-            raise StoreError(f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}", kind="bad_request")
-        params = {
-            "q": np.asarray(vector, dtype=np.float32), "text": text, "k": k, "n": max(candidates, k),
-            "source": filters.source, "prefix": filters.path_prefix, "version": filters.version,
-            "exclude_flagged": filters.exclude_flagged,
-            "allowed": list(filters.allowed_sources) if filters.allowed_sources is not None else None,
-            "max_distance": max_distance,
-            "min_coverage": word_match.coverage if word_match else None,
-            "coverage_max_distance": word_match.max_distance if word_match else None,
-            "use_vector": mode in ("vector", "hybrid"), "use_text": mode in ("text", "hybrid"),
-            "chunk_weight": CHUNK_WEIGHT, "section_weight": SECTION_WEIGHT, "k1": BM25_K1, "b": BM25_B,
-            "postings": TEXT_POSTINGS, "demote": demote_changelogs, "changelog_factor": CHANGELOG_FACTOR,
-        }
-        if self.conn not in _SEARCH_READY:
-            # Custom plans: psycopg prepares the search after five runs, and PostgreSQL's generic plan
-            # then cannot see which source a filter names, so it walked the HNSW graph for a source
-            # of 1% of a million rows (0.26 s, k found for 57 of 126 questions) where the plan for
-            # that source reads its rows through the source index (0.02 s, always k).
-            self.conn.execute(f"SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = {int(EF_SEARCH)}; "
-                              "SET plan_cache_mode = force_custom_plan")
-            if self.conn.info.transaction_status == pq.TransactionStatus.IDLE:  # not undone by a rollback
-                _SEARCH_READY.add(self.conn)
-        rows = self.conn.execute(_SEARCH_SQL, params).fetchall()
-        return [SearchHit(*row[:8], distance=float(row[8]), flags=tuple(row[9]), rank_score=float(row[10]),
-                          coverage=float(row[11])) for row in rows]
-
+    def search(self, vector: np.ndarray, text: str, k: int, **options) -> list[SearchHit]:
+        """The k best chunks for a question, best first (search_sql.search has the options)."""
+        return search_sql.search(self.conn, vector, text, k, **options)
 
     def unknown_terms(self, terms: Sequence[str], filters: SearchFilter = SearchFilter()) -> list[str]:
-        """The terms no chunk of the filter's source (or of the sources it allows) holds a word
-        of, as the full-text index reads them; a term made only of stopwords is never unknown."""
-        if not terms:
-            return []
-        sources = [filters.source] if filters.source else filters.allowed_sources
-        rows = self.conn.execute(_UNKNOWN_TERMS_SQL, {
-            "terms": list(terms), "sources": list(sources) if sources is not None else None}).fetchall()
-        return [row[0] for row in rows]
-
-_UNKNOWN_TERMS_SQL = """
-SELECT term FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, place)
-CROSS JOIN LATERAL (SELECT tsvector_to_array(to_tsvector('english', term)) AS lexemes) l
-WHERE cardinality(l.lexemes) > 0
-  AND NOT EXISTS (SELECT 1 FROM lexeme_idf i
-                  WHERE i.lexeme = ANY(l.lexemes) AND (%(sources)s::text[] IS NULL OR i.source = ANY(%(sources)s)))
-ORDER BY place
-"""
-
-# Filters, shared by both sides of the search.
-_FILTERS = """
-    (%(source)s::text IS NULL OR c.source = %(source)s)
-    AND (%(prefix)s::text IS NULL OR starts_with(c.path, %(prefix)s))
-    AND (c.version = %(version)s OR %(version)s::text IS NULL AND c.in_default_version)
-    AND (NOT %(exclude_flagged)s OR c.flags = '{}')
-    AND (%(allowed)s::text[] IS NULL OR c.source = ANY(%(allowed)s))
-"""
-
-_SEARCH_SQL = f"""
-WITH vector_side AS MATERIALIZED (
-    SELECT c.id FROM chunks c
-    WHERE %(use_vector)s AND {_FILTERS}
-    ORDER BY c.embedding <=> %(q)s LIMIT %(n)s
-),
-query_lexemes AS (
-    SELECT array_agg(DISTINCT lexeme) AS lexemes
-    FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS lexeme
-    WHERE %(use_text)s
-),
-text_query AS (
-    SELECT lexemes, array_to_string(ARRAY(SELECT quote_literal(l) FROM unnest(lexemes) l), ' | ')::tsquery AS tsq
-    FROM query_lexemes WHERE lexemes IS NOT NULL
-),
--- The full-text side's candidates: chunks holding one of the question's rarest words, taken
--- rarest first while the chunks holding them add up to at most %(postings)s (the rarest always).
--- A chunk holding none of them holds only common words; skipping it bounds the cost on a large index.
-rare_query AS (
-    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tsq
-    FROM (SELECT lexeme, sum(ndoc) OVER rarest AS through, row_number() OVER rarest AS place
-          FROM (SELECT i.lexeme, sum(i.ndoc) AS ndoc
-                FROM text_query t JOIN lexeme_idf i ON i.lexeme = ANY(t.lexemes)
-                WHERE %(source)s::text IS NULL OR i.source = %(source)s
-                GROUP BY i.lexeme) postings
-          WINDOW rarest AS (ORDER BY ndoc, lexeme)) ranked
-    WHERE through <= %(postings)s OR place = 1
-    HAVING count(*) > 0
-),
--- Sections to score: those of the candidates and of the vector side's chunks.
-scored_sections AS MATERIALIZED (
-    SELECT c.document_id, c.heading_path FROM rare_query r JOIN chunks c ON c.fts @@ r.tsq
-    WHERE {_FILTERS}
-    UNION
-    SELECT c.document_id, c.heading_path FROM vector_side JOIN chunks c USING (id) WHERE %(use_text)s
-),
--- The IDF of each question word in each source, with the source's average chunk and section lengths.
-word_weights AS MATERIALIZED (
-    SELECT i.source, i.lexeme, i.idf, st.chunk_tokens, st.section_tokens
-    FROM text_query t JOIN lexeme_idf i ON i.lexeme = ANY(t.lexemes) JOIN source_stats st USING (source)
-    WHERE %(source)s::text IS NULL OR i.source = %(source)s
-),
--- Every chunk of the scored sections (reached through the section index, so the cost follows the
--- candidates, not the index), with its section's length (all its chunks count) and, when it passes
--- the filters, one row per question word it holds: the word's count and weight. A chunk holding
--- none has one row without a word, so its section's score still reaches it.
-section_words AS MATERIALIZED (
-    SELECT c.id, c.document_id, c.heading_path, c.tokens, c.section_length, c.searchable,
-           c.id IN (SELECT id FROM vector_side) AS in_vector, u.lexeme, u.tf, w.idf, w.chunk_tokens, w.section_tokens
-    FROM (SELECT c.id, c.source, c.document_id, c.heading_path, c.tokens, c.fts, ({_FILTERS}) AS searchable,
-                 sum(c.tokens) OVER (PARTITION BY c.document_id, c.heading_path) AS section_length
-          FROM scored_sections s JOIN chunks c ON c.document_id = s.document_id AND c.heading_path = s.heading_path) c
-    CROSS JOIN text_query t
-    -- The question's words alone, picked out in C before unnesting (every position of fts has weight
-    -- D; they get A): 2.5 times as fast as unnesting every word of the chunk and filtering.
-    LEFT JOIN LATERAL (SELECT x.lexeme, cardinality(x.positions) AS tf
-                       FROM unnest(ts_filter(setweight(c.fts, 'A', t.lexemes), '{{a}}')) AS x(lexeme, positions)
-                       WHERE c.searchable) u ON true
-    LEFT JOIN word_weights w ON w.source = c.source AND w.lexeme = u.lexeme
-),
--- Per chunk: its BM25, the question's word weight it holds, and its section's BM25 (each word's
--- count summed over the section's chunks, against the section's length: words spread over a
--- section's chunks still count together). Windows, not joins: the planner cannot size these rows.
-chunk_scores AS MATERIALIZED (
-    SELECT id, bool_or(in_vector) AS in_vector,
-           sum(idf * (tf * (%(k1)s + 1)) / (tf + %(k1)s * (1 - %(b)s + %(b)s * tokens / chunk_tokens))) AS bm25,
-           sum(idf) AS matched_weight, max(section_bm25) AS section_bm25
-    FROM (SELECT *, sum(CASE WHEN first THEN idf * (section_tf * (%(k1)s + 1))
-                             / (section_tf + %(k1)s * (1 - %(b)s + %(b)s * section_length / section_tokens)) END)
-                        OVER (PARTITION BY document_id, heading_path) AS section_bm25
-          FROM (SELECT *, sum(tf) OVER word AS section_tf, row_number() OVER word = 1 AND lexeme IS NOT NULL AS first
-                FROM section_words WINDOW word AS (PARTITION BY document_id, heading_path, lexeme)) per_word
-         ) per_section
-    GROUP BY id
-),
--- The question's total word weight in each source (a word in no chunk: the IDF of document frequency 0).
-question_weight AS (
-    SELECT st.source, sum(coalesce(i.idf, ln(1 + (st.chunks + 0.5) / 0.5))) AS weight
-    FROM text_query t CROSS JOIN unnest(t.lexemes) AS q(lexeme) CROSS JOIN source_stats st
-    LEFT JOIN lexeme_idf i ON i.source = st.source AND i.lexeme = q.lexeme
-    GROUP BY st.source
-),
--- The vector side's chunks and the text side's best (by chunk BM25), with their scores.
-candidates AS (
-    SELECT id, bm25, matched_weight, section_bm25
-    FROM (SELECT *, row_number() OVER (ORDER BY bm25 DESC NULLS LAST, id) AS text_rank FROM chunk_scores) ranked
-    WHERE in_vector OR (bm25 IS NOT NULL AND text_rank <= %(n)s)
-    UNION ALL
-    SELECT id, NULL, NULL, NULL FROM vector_side WHERE id NOT IN (SELECT id FROM chunk_scores)
-)
-SELECT c.id, c.source, d.path, c.url, d.title, c.heading, c.breadcrumb, c.content, v.distance, c.flags,
-       CASE WHEN %(use_vector)s AND %(use_text)s
-                 THEN 1 - v.distance + %(chunk_weight)s * coalesce(k.bm25 / nullif(best.chunk, 0), 0)
-                                     + %(section_weight)s * coalesce(k.section_bm25 / nullif(best.section, 0), 0)
-            WHEN %(use_vector)s THEN 1 - v.distance
-            ELSE k.bm25 END
-       * CASE WHEN %(demote)s AND d.kind = 'changelog' THEN %(changelog_factor)s ELSE 1 END AS rank_score,
-       w.coverage
-FROM candidates k JOIN chunks c USING (id) JOIN documents d ON d.id = c.document_id
-LEFT JOIN question_weight qw ON qw.source = c.source
-CROSS JOIN (SELECT max(bm25) AS chunk, max(section_bm25) AS section FROM chunk_scores) best
-CROSS JOIN LATERAL (SELECT c.embedding <=> %(q)s AS distance) v
-CROSS JOIN LATERAL (SELECT coalesce(k.matched_weight / nullif(qw.weight, 0), 0) AS coverage) w
-WHERE %(max_distance)s::float8 IS NULL OR v.distance <= %(max_distance)s
-   OR v.distance <= %(max_distance)s + (%(coverage_max_distance)s::float8 - %(max_distance)s)
-                     * least(1, w.coverage / %(min_coverage)s::float8)
-ORDER BY rank_score DESC, c.id
-LIMIT %(k)s
-"""
-
+        """The terms no chunk of the filter's source (or of the sources it allows) holds a word of."""
+        return search_sql.unknown_terms(self.conn, terms, filters)
 
 def index_build_memory(rows: int, dimension: int) -> int:
     """Megabytes of maintenance_work_mem for building the HNSW index over `rows` vectors: the whole
