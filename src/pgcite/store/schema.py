@@ -167,7 +167,7 @@ MIGRATIONS: list[str] = [
     DROP INDEX chunks_document_idx;
     """,
     # 10: vectors in half precision (halfvec): at a million chunks of 384 dimensions the HNSW index
-    # takes 1.1 GB instead of 2.0 GB and builds in 198 s instead of 270, with the same recall
+    # takes 1.1 GB instead of 2.0 GB and builds in 142 s instead of 159, with the same recall
     # (docs/storage.md, "Vectors at a million"); models of up to 4,000 dimensions can be indexed. A
     # database made before is converted in place and its index rebuilt.
     """

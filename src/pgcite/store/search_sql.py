@@ -28,7 +28,7 @@ CHANGELOG_FACTOR = 0.8
 # (docs/retrieval.md, "Search time on a large index").
 TEXT_POSTINGS = 1000
 # HNSW candidates per scan (pgvector's default is 40): at 100,000 chunks 800 finds 0.994 of the exact
-# top 10 in 0.041 s (p95), 100 only 0.896 (docs/storage.md, "Search at scale").
+# top 10, 100 only 0.896; at a million vectors 800 keeps p95 under 0.02 s (docs/storage.md).
 EF_SEARCH = 800
 
 # Connections whose session has the search settings (setting them per search cost a transaction
@@ -93,10 +93,10 @@ def search(
     if conn not in _SEARCH_READY:
         # Custom plans: psycopg prepares the search after five runs, and PostgreSQL's generic plan
         # then cannot see which source a filter names, so it walked the HNSW graph for a source
-        # of 1% of a million rows (0.26 s, k found for 57 of 126 questions) where the plan for
-        # that source reads its rows through the source index (0.02 s, always k).
+        # of 1% of a million rows (0.25 s, k found for 57 of 126 questions) where the plan for
+        # that source reads its rows through the source index (0.011 s, always k).
         conn.execute(f"SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = {int(EF_SEARCH)}; "
-                          "SET plan_cache_mode = force_custom_plan")
+                     "SET plan_cache_mode = force_custom_plan")
         if conn.info.transaction_status == pq.TransactionStatus.IDLE:  # not undone by a rollback
             _SEARCH_READY.add(conn)
     rows = conn.execute(_SEARCH_SQL, params).fetchall()
