@@ -148,6 +148,13 @@ def test_oversize_bodies_get_413(base: str, keys: dict):
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(chunked, timeout=30)
     assert caught.value.code == 413
+    # Chunked and still coming when the limit is passed: the rest is read, then the 413 is sent.
+    pieces = [b'{"question": "spin? '] + [b"x" * 100_000] * 40 + [b'"}']
+    streamed = urllib.request.Request(base + "/v1/ask", data=iter(pieces), headers={
+        "Content-Type": "application/json", "Authorization": f"Bearer {keys['alpha']}", "Transfer-Encoding": "chunked"})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(streamed, timeout=30)
+    assert caught.value.code == 413 and json.loads(caught.value.read())["error"]["type"] == "too_large"
     assert call(base, "/v1/sources/jam/ingest", b"PK\x03\x04" + b"\0" * 300_000, key=keys["admin"]).status == 413
 
 

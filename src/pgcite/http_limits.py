@@ -25,15 +25,18 @@ class BodyLimit:
         limit = self.upload_limit if scope["path"].endswith(self.upload_suffixes) else self.limit
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > limit):
+            if length.isdigit() and int(length) <= DRAIN_LIMIT:
+                await _drain(receive)
             await _reply_too_large(send, limit)
             return
-        seen, over, started = 0, False, False
+        seen, over, started, ended = 0, False, False, False
 
         async def counted_receive():
-            nonlocal seen, over
+            nonlocal seen, over, ended
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
+                ended = not message.get("more_body", False)
                 if seen > limit:
                     over = True
                     raise too_large(limit)
@@ -48,7 +51,25 @@ class BodyLimit:
 
         await self.app(scope, counted_receive, guarded_send)
         if over and not started:
+            if not ended:
+                await _drain(receive, DRAIN_LIMIT - seen)
             await _reply_too_large(send, limit)
+
+
+# A body refused as too large is still read, up to this many bytes, before the 413 is sent: a
+# client that sends its whole body before reading the answer otherwise gets a connection reset
+# (the server closing with unread data) instead of the 413. A larger body is not waited for.
+DRAIN_LIMIT = 16 << 20
+
+
+async def _drain(receive, budget: int = DRAIN_LIMIT) -> None:
+    while budget > 0:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        budget -= len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
 
 
 def too_large(limit: int) -> PgciteError:
