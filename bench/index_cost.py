@@ -8,6 +8,11 @@ ingest writes them (no HNSW index, built after) and once as a later ingest does 
 table, over the same chunks already stored under another source). Three rounds, alternating the
 two schemas; medians.
 
+Then, on the corpus for scale as it stands in the base home (bench/scale_corpus.py, 100,000 chunks
+and more), the cost of the HNSW graph's quality: the index built with pgvector's default
+ef_construction (64) and with pgcite's, and the same 2,000 chunks inserted into each (a later
+ingest's writes), per 1,000 chunks. The base home's index is left as pgcite builds it.
+
 Usage: .venv/bin/python bench/index_cost.py
 """
 
@@ -18,7 +23,7 @@ import statistics
 import time
 from collections import defaultdict
 
-from pgcite.store import ChunkRow, Store
+from pgcite.store import ChunkRow, Store, database
 from scale_corpus import base_settings, ensure_base
 from scratch import scratch_settings
 
@@ -77,7 +82,29 @@ def main() -> int:
     for name in SCHEMAS:
         print(f"{name:<26} {statistics.median(per_1k[(name, 'first ingest')]):13.2f} "
               f"{statistics.median(per_1k[(name, 'later ingest')]):13.2f}")
+    graph_quality(dict(list(documents.items())[:60]))
     return 0
+
+
+def graph_quality(documents) -> None:
+    count = sum(len(c) for c in documents.values())
+    with Store.open(base_settings()) as store:
+        rows = store.chunk_count()
+        print(f"\n{rows:,} chunks in the base home; {count} Marten chunks inserted into its HNSW index\n")
+        print(f"{'ef_construction':>15} {'build s':>8} {'insert s per 1,000':>19}")
+        for ef_construction in (64, database.HNSW_EF_CONSTRUCTION):
+            database.HNSW_EF_CONSTRUCTION, pgcite_value = ef_construction, database.HNSW_EF_CONSTRUCTION
+            try:
+                store.remove_source("inserted")
+                store.drop_vector_index()
+                started = time.perf_counter()
+                store.refresh_indexes()
+                built = time.perf_counter() - started
+                inserted = write(store, "inserted", documents) / count * 1000
+            finally:
+                database.HNSW_EF_CONSTRUCTION = pgcite_value
+            print(f"{ef_construction:>15} {built:8.0f} {inserted:19.2f}", flush=True)
+        store.remove_source("inserted")
 
 
 if __name__ == "__main__":

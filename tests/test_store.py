@@ -15,6 +15,7 @@ from psycopg.conninfo import make_conninfo
 from pgcite.config import Settings
 from pgcite.errors import ModelMismatchError, StoreError
 from pgcite.store import ChunkRow, SearchFilter, Store, WordMatch, embed_hash, server
+from pgcite.store.database import HNSW_EF_CONSTRUCTION
 from pgcite.store.schema import MIGRATIONS
 from tests.fake_openai import closed_port
 
@@ -192,6 +193,8 @@ def test_vectors_are_half_precision_so_a_3072_dimension_model_is_indexed(setting
         store.replace_document("s", "a.md", "A", "", "c", _rows("s:a.md", 3, np.random.default_rng(2), dim=3072))
         store.refresh_indexes()
         assert store.has_vector_index()
+        assert f"ef_construction='{HNSW_EF_CONSTRUCTION}'" in store.conn.execute(
+            "SELECT pg_get_indexdef('chunks_embedding_hnsw'::regclass)").fetchone()[0]
         assert store.conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
                                   "'chunks'::regclass AND attname = 'embedding'").fetchone()[0] == "halfvec(3072)"
         question = _rows("q", 1, np.random.default_rng(2), dim=3072)[0].embedding  # the same as a.md#0
@@ -397,7 +400,7 @@ def test_a_database_of_full_precision_vectors_is_converted_to_halfvec_with_its_i
         column, index = store.conn.execute(
             "SELECT format_type(atttypid, atttypmod), pg_get_indexdef('chunks_embedding_hnsw'::regclass) "
             "FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'").fetchone()
-        assert column == "halfvec(16)" and "halfvec_cosine_ops" in index
+        assert column == "halfvec(16)" and "halfvec_cosine_ops" in index and f"ef_construction='{HNSW_EF_CONSTRUCTION}'" in index
         for i, vector in enumerate(vectors):
             assert store.search(vector, "", 1, mode="vector")[0].id == f"s:a.md#{i}"
 

@@ -182,7 +182,8 @@ MIGRATIONS: list[str] = [
             -- as Store.refresh_indexes sizes it (database.index_build_memory)
             PERFORM set_config('maintenance_work_mem', greatest(256, least(4096, round(
                 (SELECT count(*) FROM chunks) * (2 * dimension + 700) * 1.25 / 1048576)))::int || 'MB', true);
-            CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding halfvec_cosine_ops);
+            CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding halfvec_cosine_ops)
+                WITH (ef_construction = 512);  -- database.HNSW_EF_CONSTRUCTION
         END IF;
     END $$;
     """,
