@@ -148,16 +148,20 @@ text_query AS (
     SELECT lexemes, array_to_string(ARRAY(SELECT quote_literal(l) FROM unnest(lexemes) l), ' | ')::tsquery AS tsq
     FROM query_lexemes WHERE lexemes IS NOT NULL
 ),
+-- Each question word in each source searched: how many chunks hold it, its IDF, and the source's
+-- average chunk and section lengths (read once, for both the rare words and the scores).
+word_weights AS MATERIALIZED (
+    SELECT i.source, i.lexeme, i.ndoc, i.idf, st.chunk_tokens, st.section_tokens
+    FROM text_query t JOIN lexeme_idf i ON i.lexeme = ANY(t.lexemes) JOIN source_stats st USING (source)
+    WHERE %(source)s::text IS NULL OR i.source = %(source)s
+),
 -- The full-text side's candidates: chunks holding one of the question's rarest words, taken
 -- rarest first while the chunks holding them add up to at most %(postings)s (the rarest always).
 -- A chunk holding none of them holds only common words; skipping it bounds the cost on a large index.
 rare_query AS (
     SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tsq
     FROM (SELECT lexeme, sum(ndoc) OVER rarest AS through, row_number() OVER rarest AS place
-          FROM (SELECT i.lexeme, sum(i.ndoc) AS ndoc
-                FROM text_query t JOIN lexeme_idf i ON i.lexeme = ANY(t.lexemes)
-                WHERE %(source)s::text IS NULL OR i.source = %(source)s
-                GROUP BY i.lexeme) postings
+          FROM (SELECT lexeme, sum(ndoc) AS ndoc FROM word_weights GROUP BY lexeme) postings
           WINDOW rarest AS (ORDER BY ndoc, lexeme)) ranked
     WHERE through <= %(postings)s OR place = 1
     HAVING count(*) > 0
@@ -168,12 +172,6 @@ scored_sections AS MATERIALIZED (
     WHERE {_FILTERS}
     UNION
     SELECT c.document_id, c.heading_path FROM vector_side JOIN chunks c USING (id) WHERE %(use_text)s
-),
--- The IDF of each question word in each source, with the source's average chunk and section lengths.
-word_weights AS MATERIALIZED (
-    SELECT i.source, i.lexeme, i.idf, st.chunk_tokens, st.section_tokens
-    FROM text_query t JOIN lexeme_idf i ON i.lexeme = ANY(t.lexemes) JOIN source_stats st USING (source)
-    WHERE %(source)s::text IS NULL OR i.source = %(source)s
 ),
 -- Every chunk of the scored sections (reached through the section index, so the cost follows the
 -- candidates, not the index), with its section's length (all its chunks count) and, when it passes
