@@ -203,7 +203,7 @@ class Store:
 
     def _require_pgvector(self) -> None:
         """Half-precision vectors need pgvector 0.7, iterative index scans 0.8."""
-        (version,) = self.conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        version = self.server_versions()[1]
         if tuple(int(part) for part in version.split(".")[:2]) < PGVECTOR_NEEDED:
             raise StoreError(
                 f"PostgreSQL at {self.where} has pgvector {version}; pgcite needs "
@@ -436,8 +436,7 @@ class Store:
     def refresh_indexes(self) -> None:
         """After an ingest: build the HNSW index if it is missing, refresh BM25's statistics."""
         if (model := self.stored_model()) is not None and not self.has_vector_index():
-            rows = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-            self.conn.execute(f"SET maintenance_work_mem = '{index_build_memory(rows, model[1])}MB'")
+            self.conn.execute(f"SET maintenance_work_mem = '{index_build_memory(self.chunk_count(), model[1])}MB'")
             self.conn.execute(f"CREATE INDEX IF NOT EXISTS {self.VECTOR_INDEX} ON chunks "
                               f"USING hnsw (embedding halfvec_cosine_ops) WITH (ef_construction = {HNSW_EF_CONSTRUCTION})")
             self.conn.execute("RESET maintenance_work_mem")
