@@ -535,6 +535,10 @@ def moto_endpoint() -> Iterator[str]:
 
 @pytest.fixture
 def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, moto_endpoint: str) -> str:
+    return fake_aws(monkeypatch, tmp_path, moto_endpoint)
+
+
+def fake_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, moto_endpoint: str) -> str:
     """Fake credentials pointing at the moto server; nothing from the host's AWS setup."""
     for var in [
         "AWS_PROFILE",

@@ -60,12 +60,12 @@ def test_replace_document_is_atomic_and_replaces_all_chunks(settings: Settings):
         store.replace_document("s", "a.md", "A", "", "c1", _rows("s:a.md", 5, rng))
         store.replace_document("s", "a.md", "A", "", "c2", _rows("s:a.md", 2, rng))
         assert store.chunk_count() == 2
-        assert store.document_checksums("s") == {"a.md": ("c2", ())}
+        assert {p: f.checksum for p, f in store.stored_files("s").items()} == {"a.md": "c2"}
         bad = _rows("s:a.md", 3, rng)
         bad.append(bad[0])  # a duplicate id violates the primary key mid-COPY
         with pytest.raises(psycopg.errors.UniqueViolation):
             store.replace_document("s", "a.md", "A", "", "c3", bad)
-        assert store.chunk_count() == 2 and store.document_checksums("s") == {"a.md": ("c2", ())}
+        assert store.chunk_count() == 2 and {p: f.checksum for p, f in store.stored_files("s").items()} == {"a.md": "c2"}
 
 
 def test_query_path_is_read_only_role(settings: Settings):

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import iterate_in_threadpool
 from starlette.exceptions import HTTPException
 
-from . import shapes
+from . import shapes, webhooks
 from .access import Caller
 from .answer import Answer
 from .answer_log import Origin
@@ -82,12 +82,12 @@ def create_app(core: Pgcite) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         yield
-        await anyio.to_thread.run_sync(jobs.close)  # queued ingests are dropped; a running one finishes
+        await anyio.to_thread.run_sync(jobs.close)  # queued jobs are dropped; a running one finishes
 
     app = FastAPI(title="pgcite", summary="Cited answers from your documentation.", version="0.1.0",
                   lifespan=lifespan)
     app.add_middleware(BodyLimit, limit=core.settings.serve_max_request_bytes,
-                       upload_limit=core.settings.serve_max_upload_bytes, upload_suffixes=("/ingest",))
+                       larger={"/ingest": core.settings.serve_max_upload_bytes, "/webhook": webhooks.MAX_BYTES})
 
     @app.exception_handler(PgciteError)
     async def _pgcite_error(request: Request, exc: PgciteError) -> JSONResponse:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sys
 import time
 from pathlib import PurePosixPath
-from typing import Annotated, Optional
+from typing import Annotated, Iterator, Optional
 
 import psycopg
 import typer
@@ -20,7 +21,7 @@ from .errors import PgciteError, first_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Cited answers from your documentation.")
-sources_app = typer.Typer(help="List or remove ingested sources.", invoke_without_command=True)
+sources_app = typer.Typer(help="List the ingested sources; schedule or remove one.", invoke_without_command=True)
 app.add_typer(sources_app, name="sources")
 db_app = typer.Typer(help="The database: roles for least privilege.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
@@ -108,25 +109,60 @@ def ingest(
     site: Annotated[Optional[str], typer.Option("--site", callback=_site_name, help="The site generator: vitepress, mkdocs, docusaurus, mdbook, hugo, starlight or plain (default: detected).")] = None,
     route_base: Annotated[Optional[str], typer.Option("--route-base", help="Docusaurus: the docs' route base path (default docs; / for the site root).")] = None,
     include_root: Annotated[Optional[str], typer.Option("--include-root", help="The folder includes may be read from (default: the project holding the folder).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="The report as one JSON object on stdout.")] = False,
+    pull: Annotated[bool, typer.Option("--pull", help="The folder is a git clone: each later sync (`pgcite sync`, the server's) runs `git pull --ff-only` in it first.")] = False,
+    watch: Annotated[bool, typer.Option("--watch", help="Then keep watching the folder or zip: each burst of changes is ingested within seconds, until Ctrl-C.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The report as one JSON object on stdout (one per pass with --watch).")] = False,
 ) -> None:
     """Read Markdown, chunk it, embed it and store it. Re-running only does what changed."""
     from .core import Pgcite
 
+    name = source or _default_source_name(location)
+    options = dict(base_url=base_url, exclude=exclude or (), version=version, site=site, route_base=route_base,
+                   include_root=include_root, chunk_tokens=chunk_tokens, pull=pull)
+    if watch:
+        from .sync import check_watchable, watch as watch_location
+
+        check_watchable(location)
+    with Pgcite(_settings()) as app:
+        with _interrupted_ingest(as_json), _Progress(name) as progress:
+            report = app.ingest(location, source=name, progress=progress, **options)
+        _report_ingest(report, as_json)
+        if watch:
+
+            err.print(f"watching {escape(location)} for changes; Ctrl-C stops")
+            with _interrupted_ingest(as_json):
+                watch_location(app, location, source=name, options=options,
+                               on_pass=lambda report: _report_ingest(report, as_json),
+                               on_error=lambda message: err.print(f"[red]error:[/] {escape(message)}; still watching"))
+
+
+@contextlib.contextmanager
+def _interrupted_ingest(as_json: bool) -> Iterator[None]:
+    """Ctrl-C during an ingest: what was read so far is said all the same."""
     from .ingest import IngestInterrupted
 
-    name = source or _default_source_name(location)
     try:
-        with Pgcite(_settings()) as app, _Progress(name) as progress:
-            report = app.ingest(location, source=name, base_url=base_url, exclude=exclude or (), version=version,
-                                site=site, route_base=route_base, include_root=include_root,
-                                chunk_tokens=chunk_tokens, progress=progress)
-    except IngestInterrupted as stopped:  # what was read so far is said all the same
+        yield
+    except IngestInterrupted as stopped:
         _report_ingest(stopped.report, as_json)
         err.print("interrupted; what was stored stays consistent (each file is one transaction), and the next "
                   "ingest reads the rest")
         raise typer.Exit(130) from None
-    _report_ingest(report, as_json)
+
+
+@app.command()
+def sync(
+    names: Annotated[Optional[list[str]], typer.Argument(help="The sources to sync (default: all).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per source on stdout.")] = False,
+) -> None:
+    """Read sources again from where they were ingested, the same way: only what changed is read."""
+    from .core import Pgcite
+
+    with Pgcite(_settings()) as app:
+        for name in names or [s.name for s in app.sources()]:
+            with _interrupted_ingest(as_json), _Progress(name) as progress:
+                report = app.sync(name, progress=progress)
+            _report_ingest(report, as_json)
 
 
 def _report_ingest(report, as_json: bool) -> None:
@@ -142,7 +178,7 @@ def _report_ingest(report, as_json: bool) -> None:
         err.print("[dim]no --base-url and none in the site's configuration: answers cite paths, not links[/]",
                   soft_wrap=True)
     if as_json:
-        print(json.dumps(shapes.ingest_report(report), ensure_ascii=False))
+        print(json.dumps(shapes.ingest_report(report), ensure_ascii=False), flush=True)
     else:
         out.print(escape(report.summary()))
 
@@ -258,14 +294,19 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="One JSON object
 
 
 @sources_app.callback()
-def sources_list(ctx: typer.Context) -> None:
-    """List the ingested sources (default), or remove one."""
+def sources_list(ctx: typer.Context, as_json: Annotated[bool, typer.Option(
+        "--json", help="One JSON object on stdout.")] = False) -> None:
+    """List the ingested sources (default) with their last sync; schedule or remove one."""
     if ctx.invoked_subcommand is not None:
         return
+    from . import shapes
     from .core import Pgcite
 
     with Pgcite(_settings()) as app:
         rows = app.sources()
+    if as_json:
+        print(json.dumps({"sources": [shapes.source(r) for r in rows]}, ensure_ascii=False))
+        return
     if not rows:
         out.print("No sources yet. Add one with `pgcite ingest FOLDER --source NAME`.")
         return
@@ -274,7 +315,41 @@ def sources_list(ctx: typer.Context) -> None:
         shown = (f"  versions {escape(', '.join(versions))} (default {escape(r.default_version)})"
                  if len(versions) > 1 else (f"  version {escape(versions[0])}" if versions else ""))
         out.print(f"[bold]{escape(r.name)}[/]  {escape(r.site or 'plain')}, {r.documents} documents, {r.chunks} chunks"
-                  f"{shown}  from {escape(r.location)}  links {escape(r.base_url or '-')}  updated {r.updated_at}")
+                  f"{shown}  from {escape(r.location)}  links {escape(r.base_url or '-')}")
+        out.print(f"  {_last_sync(r)}")
+
+
+def _last_sync(r) -> str:
+    """When the source was last synced, by what, how long it took and what changed (or why it failed)."""
+    from .sync import format_interval
+
+    every = f"; synced every {format_interval(r.sync_interval)}" if r.sync_interval else ""
+    last = r.last_sync
+    if not last:
+        return f"[dim]not synced since it was ingested{every}[/]"
+    when = f"last synced {r.synced_at} UTC ({escape(last['trigger'])}, {last['seconds']:.1f} s)"
+    if last.get("error"):
+        return f"{when}: [red]failed[/]: {escape(last['error'])}{every}"
+    changed = [f"{last[kind]} {kind}" for kind in ("new", "changed", "removed") if last[kind]]
+    paths = [p for kind in ("new", "changed", "removed") for p in last["paths"][kind]]
+    shown = f" ({escape(', '.join(paths[:5]))}{', ...' if len(paths) > 5 else ''})" if paths else ""
+    return f"{when}: {', '.join(changed) or 'nothing changed'}{shown}{every}"
+
+
+@sources_app.command("schedule")
+def sources_schedule(
+    name: Annotated[str, typer.Argument(help="The source.")],
+    every: Annotated[str, typer.Argument(help="How often `pgcite serve` syncs it: 90s, 15m, 2h, 1d; or off.")],
+) -> None:
+    """Have the server sync a source on a schedule (or not)."""
+    from .core import Pgcite
+    from .sync import format_interval, parse_interval
+
+    seconds = parse_interval(every)
+    with Pgcite(_settings()) as app:
+        app.schedule(name, seconds)
+    out.print(f"the server syncs {escape(repr(name))} every {format_interval(seconds)}" if seconds else
+              f"the server no longer syncs {escape(repr(name))} on a schedule")
 
 
 @sources_app.command("remove")

@@ -72,6 +72,8 @@ class Settings:
     serve_rate_limit: int = 0
     serve_max_request_bytes: int = 1_000_000
     serve_max_upload_bytes: int = 200_000_000
+    # The secret git hosts sign push webhooks with (POST /v1/sources/NAME/webhook); none: webhooks are off.
+    webhook_secret: str = ""
     # The answer log (docs/answer-log.md): every answer is recorded unless this is off; rows older
     # than answer_log_days are deleted (0 keeps them all).
     answer_log: bool = True

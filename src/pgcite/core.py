@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import threading
 import time
 from datetime import datetime
@@ -22,12 +23,12 @@ from .answer import Answer, AnswerEvent, ask_stream
 from .answer_log import AnswerLog, Origin, entry_of
 from .config import Settings
 from .embedding import Embedder, fingerprint, make_embedder
-from .errors import PgciteError, StoreError
+from .errors import PgciteError, SourceError, StoreError, first_line
 from .generation import ChatGenerator, GenerationError, Generator
 from .retrieval import DEFAULT_MAX_DISTANCE, search
 from .store import SourceInfo, Store
 from .store import keys as key_store
-from .store import log_rows
+from .store import log_rows, sync_rows
 from .store.log_rows import LogEntry
 from .vocabulary import SearchFilter, SearchHit
 
@@ -228,17 +229,53 @@ class Pgcite:
 
     def ingest(self, location: str, *, source: str, base_url: str = "", exclude: Sequence[str] = (),
                version: str = "", site: str | None = None, route_base: str | None = None,
-               include_root: str | None = None, chunk_tokens: int | None = None,
-               progress: Progress | None = None, embedder: Embedder | None = None) -> IngestReport:
-        """embedder: another than the query path's (the server's ingest jobs have their own)."""
+               include_root: str | None = None, chunk_tokens: int | None = None, pull: bool = False,
+               progress: Progress | None = None, embedder: Embedder | None = None,
+               trigger: str = "ingest") -> IngestReport:
+        """embedder: another than the query path's (the server's ingest jobs have their own).
+        pull: `git pull` the folder before each sync (sync.py). trigger: what started it, for the
+        source's last sync."""
         from .ingest import ingest, open_location
 
+        # Kept with the source, so that a sync from anywhere reads it again the same way.
+        location, include_root = (os.path.abspath(p) if p and "://" not in p else p for p in (location, include_root))
+        options = {"base_url": base_url, "exclude": list(exclude), "version": version, "site": site,
+                   "route_base": route_base, "include_root": include_root, "chunk_tokens": chunk_tokens, "pull": pull}
         settings = self.settings if chunk_tokens is None else dataclasses.replace(self.settings, chunk_tokens=chunk_tokens)
         reader = open_location(location, settings, exclude, include_root=include_root)
         with self.writer() as store:
             return ingest(reader, source_name=source, base_url=base_url, settings=settings, store=store,
                           embedder=embedder or self.embedder, version=version, site=site, route_base=route_base,
-                          progress=progress)
+                          progress=progress, options=options, trigger=trigger)
+
+    def sync(self, name: str, *, trigger: str = "sync", progress: Progress | None = None,
+             embedder: Embedder | None = None) -> IngestReport:
+        """Read source `name` again from where it was ingested, with the same options (pulling the
+        folder first when it was ingested with `pull`); only what changed is read and stored."""
+        from .sync import pull
+
+        info = self.source(name)
+        options = info.options or {"base_url": info.base_url}  # a source ingested before options were kept
+        started = time.perf_counter()
+        try:
+            if "://" not in info.location and not os.path.exists(info.location):
+                raise SourceError(f"source {name!r} was read from {info.location}, which is not there any more (an "
+                                  "uploaded zip is not kept): ingest it again from where it is now")
+            if options.get("pull"):
+                pull(info.location)
+            return self.ingest(info.location, source=name, progress=progress, embedder=embedder, trigger=trigger,
+                               **options)
+        except Exception as exc:  # recorded, so `pgcite sources` says why, and the schedule waits its interval
+            with contextlib.suppress(Exception), self.writer() as store:  # a database that is down: exc says so
+                sync_rows.record(store, name, trigger=trigger, seconds=time.perf_counter() - started,
+                                 error=first_line(exc)[:300])
+            raise
+
+    def schedule(self, name: str, seconds: int | None) -> None:
+        """Have the server sync source `name` every `seconds` (None: not on a schedule)."""
+        with self.writer() as store:
+            if not sync_rows.set_interval(store, name, seconds):
+                raise _no_source(name)
 
     def source(self, name: str, allowed: Sequence[str] | None = None) -> SourceInfo:
         found = [s for s in self.sources(allowed) if s.name == name]

@@ -13,16 +13,16 @@ from .errors import PgciteError
 
 class BodyLimit:
     """ASGI middleware: a body over the limit gets 413, whether its Content-Length says so up front
-    or a chunked body runs past it. Paths ending in one of `upload_suffixes` may be larger."""
+    or a chunked body runs past it. `larger` maps a path's ending to the limit of those paths."""
 
-    def __init__(self, app, *, limit: int, upload_limit: int, upload_suffixes: tuple[str, ...]) -> None:
-        self.app, self.limit, self.upload_limit, self.upload_suffixes = app, limit, upload_limit, upload_suffixes
+    def __init__(self, app, *, limit: int, larger: dict[str, int]) -> None:
+        self.app, self.limit, self.larger = app, limit, larger
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.upload_limit if scope["path"].endswith(self.upload_suffixes) else self.limit
+        limit = next((size for ending, size in self.larger.items() if scope["path"].endswith(ending)), self.limit)
         length = dict(scope["headers"]).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > limit):
             if length.isdigit() and int(length) <= DRAIN_LIMIT:

@@ -2,10 +2,11 @@
 idempotent.
 
 The site generator is detected first (sites/): it says which files are pages, how to clean them,
-their links and versions. Unchanged files (sha256) are skipped; a changed file is replaced in one
-transaction; files gone from the source are removed once the whole source has been read; chunks
-whose text was embedded before reuse the stored vector. A source with no page at all is an
-error, and nothing stored is removed."""
+their links and versions. Unchanged files are skipped: unread when the listing's stamp is the one
+stored (sources.py), else by their sha256; a changed file is replaced in one transaction; files
+gone from the source are removed once the whole source has been read; chunks whose text was
+embedded before reuse the stored vector. A source with no page at all is an error, and nothing
+stored is removed. Each pass is recorded as the source's last sync (store/sync_rows.py)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ from .errors import PgciteError, SourceError, first_line
 from .markdown import ParsedDocument
 from .safety import injection_flags, link_flags, own_sites
 from .sites import Page, Site, detect, join_url
-from .sources import DEFAULT_EXCLUDE, Limits, Skipped, Source, open_source
-from .store import ChunkRow, Store, embed_hash
+from .sources import DEFAULT_EXCLUDE, Limits, Skipped, Source, Unchanged, open_source
+from .store import ChunkRow, Store, embed_hash, sync_rows
 
 
 @dataclass
@@ -49,6 +50,8 @@ class IngestReport:
     flagged: list[str] = field(default_factory=list)
     # "path: include X left out: why", one per include that could not be read.
     problems: list[str] = field(default_factory=list)
+    # The paths of the new, changed and removed files.
+    paths: dict[str, list[str]] = field(default_factory=lambda: {"new": [], "changed": [], "removed": []})
 
     @property
     def files_read(self) -> int:
@@ -110,6 +113,8 @@ class _Pending:
     checksum: str  # processing_checksum
     chunks: list[Chunk]
     is_new: bool
+    stamp: str  # the file's, from the listing
+    file_checksum: str
 
 
 EMBED_SLICE = 128  # chunks embedded between two progress reports (about 5 s with the bundled model)
@@ -139,10 +144,13 @@ def ingest(
     site: Site | str | None = None,
     route_base: str | None = None,
     progress: Progress | None = None,
+    options: dict | None = None,
+    trigger: str = "ingest",
 ) -> IngestReport:
     """Ingest `source` as `source_name`. `site` is the generator (detected when None, or named);
     `base_url` defaults to the one the site's configuration gives; `version` labels an
-    unversioned site (a versioned one labels its pages itself)."""
+    unversioned site (a versioned one labels its pages itself). options: the arguments this
+    ingest was asked with, kept for a sync; trigger: what started it (the last sync says)."""
     started = time.perf_counter()
     if not isinstance(site, Site):
         site = detect(source, site, route_base=route_base)
@@ -159,11 +167,16 @@ def ingest(
 
     with store.source_lock(source_name):
         previous = store.upsert_source(source_name, source.location, base_url, version, site=site.name,
-                                       default_version=report.default_version)
-        known = store.document_checksums(source_name)
+                                       default_version=report.default_version, options=options)
+        known = store.stored_files(source_name)
         # A new base URL or version label changes every stored row: re-process all files (the
         # vectors come from the cache).
         stored = known if previous in (None, (base_url, version)) else {}
+        # The files whose stored version is current as long as their bytes are the same: the scan
+        # skips those whose stamp says so, without reading them.
+        current = {path: f.stamp for path, f in stored.items() if f.stamp and f.checksum == processing_checksum(
+            f.file_checksum, settings, budget, site.name, site.digest(f.includes))}
+        restamp: dict[str, tuple[str, str]] = {}
         bulk_load = store.chunk_count() == 0
         if bulk_load:
             store.drop_vector_index()
@@ -174,13 +187,16 @@ def ingest(
         writer = _Writer(source_name, base_url, version, store, embedder, report, progress,
                          own_sites([base_url], settings.allowed_hosts))
         try:
-            for item in source.scan():
+            for item in source.scan(current):
                 seen.add(item.path)
-                if isinstance(item, Skipped):
-                    report.skipped.append(item)  # the stored version, if any, is kept
-                elif item.path in stored and stored[item.path][0] == processing_checksum(
-                        item.checksum, settings, budget, site.name, site.digest(stored[item.path][1])):
+                if isinstance(item, Unchanged):
                     report.unchanged += 1
+                elif isinstance(item, Skipped):
+                    report.skipped.append(item)  # the stored version, if any, is kept
+                elif item.path in stored and stored[item.path].checksum == processing_checksum(
+                        item.checksum, settings, budget, site.name, site.digest(stored[item.path].includes)):
+                    report.unchanged += 1
+                    restamp[item.path] = (item.stamp, item.checksum)
                 else:
                     try:
                         page = site.render(item)
@@ -191,7 +207,7 @@ def ingest(
                     report.problems += [f"{item.path}: {problem}" for problem in page.problems]
                     checksum = processing_checksum(item.checksum, settings, budget, site.name,
                                                    site.digest(page.included))
-                    pending.append(_Pending(page, checksum, chunks, is_new=item.path not in known))
+                    pending.append(_Pending(page, checksum, chunks, item.path not in known, item.stamp, item.checksum))
                     if sum(len(p.chunks) for p in pending) >= WRITE_BATCH:
                         writer.submit(pending)
                         pending = []
@@ -202,20 +218,24 @@ def ingest(
             report.others = source.others
             if not seen:
                 raise SourceError(_no_pages(source, site))
-            report.removed = store.delete_documents(source_name, sorted(set(known) - seen))
+            store.restamp(source_name, restamp)
+            gone = sorted(set(known) - seen)
+            report.removed = store.delete_documents(source_name, gone)
+            report.paths["removed"] = gone
         except KeyboardInterrupt:
             interrupted = True
         except Exception:
             # A new source that failed before any page was stored (the embedding server is down)
             # would stay behind empty, listed by `pgcite sources` and /v1/models.
-            if previous is None and _usable(store) and not store.document_checksums(source_name):
+            if previous is None and _usable(store) and not store.stored_files(source_name):
                 store.remove_source(source_name)
             raise
         finally:
             writer.close()
             # Even after a failure the index dropped for a bulk load comes back; on a lost
             # connection the next ingest does it, and the error that says why is the one reported.
-            if not interrupted and _usable(store):
+            # With nothing written, by this ingest or one killed before it got here, there is nothing to do.
+            if not interrupted and _usable(store) and (store.statistics_stale() or not store.has_vector_index()):
                 store.refresh_indexes()
     if interrupted:  # Ctrl-C may have left the connection mid-command: end on a new one
         with Store.open(settings) as fresh:
@@ -223,6 +243,7 @@ def ingest(
     report.seconds = time.perf_counter() - started
     if interrupted:
         raise IngestInterrupted(report)
+    sync_rows.record(store, source_name, trigger=trigger, seconds=report.seconds, report=report)
     return report
 
 
@@ -317,7 +338,8 @@ class _Writer:
             ]
             try:
                 self.store.replace_document(source_name, page.path, page.title, join_url(base_url, page.route),
-                                            p.checksum, rows, page.version or version, page.kind, page.included)
+                                            p.checksum, rows, page.version or version, page.kind, page.included,
+                                            p.stamp, p.file_checksum)
             except (psycopg.errors.DataError, psycopg.errors.ProgramLimitExceeded) as exc:
                 # What this page holds, not the database: say so for the page, and go on.
                 report.skipped.append(Skipped(page.path, f"could not be stored: {first_line(exc)[:300]}"))
@@ -327,5 +349,6 @@ class _Writer:
                 report.new += 1
             else:
                 report.changed += 1
+            report.paths["new" if p.is_new else "changed"].append(page.path)
         if self.progress:
             self.progress(pending[-1].page.path, report)

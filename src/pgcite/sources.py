@@ -1,9 +1,13 @@
 """Where Markdown documents come from: a folder, a .zip archive (read in place) or S3.
 
-Every source yields `Document` or `Skipped` records sorted by path. A bad file is
+Every source yields `Document`, `Skipped` or `Unchanged` records sorted by path. A bad file is
 `Skipped` with a one-line reason and never stops the scan; only a source that cannot
 be read at all raises `SourceError`. Files that are not pages are counted (`others`), and any
 file can be read on demand (`read`): a site's configuration, an included file.
+
+Each file has a stamp from the listing alone (a folder's size, times and inode; a zip member's
+size and CRC; an S3 object's size and ETag). A scan given the stamps of the files as they were
+last read yields `Unchanged` for those still the same, without reading or downloading them.
 
 A folder's includes may also be read from the project it belongs to (`include_root`): the
 nearest folder at most three levels up that holds `.git` or a licence file, as a docs folder
@@ -19,8 +23,8 @@ import re
 import stat
 import zipfile
 import zlib
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, Protocol
 
@@ -35,6 +39,7 @@ __all__ = [
     "S3Source",
     "Skipped",
     "Source",
+    "Unchanged",
     "ZipSource",
     "glob_match",
     "is_excluded",
@@ -48,6 +53,14 @@ class Document:
     path: str  # POSIX path relative to the source root, e.g. "guide/intro.md"
     text: str  # decoded UTF-8 text (a leading BOM stripped)
     checksum: str  # sha256 hex of the raw bytes
+    stamp: str = field(default="", compare=False)  # the listing's mark of the file (module docstring)
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """A file whose stamp is the one given to `scan`: not read."""
+
+    path: str
 
 
 @dataclass(frozen=True)
@@ -85,7 +98,9 @@ class Source(Protocol):
     exclude: tuple[str, ...]
     others: int  # files the last scan saw that are not pages (counted, not read)
 
-    def scan(self) -> Iterator[Document | Skipped]: ...
+    def scan(self, known: Mapping[str, str] = {}) -> Iterator[Document | Skipped | Unchanged]:
+        """Every page; `known` maps a path to the stamp it had when last read."""
+        ...
 
     def read(self, path: str) -> bytes:
         """The bytes of any file, `path` relative to the source root; OSError with a one-line
@@ -199,7 +214,7 @@ def _oserror_reason(err: OSError) -> str:
     return _one_line(f"cannot read file ({err.strerror or err}): check that it is readable")
 
 
-def _to_record(path: str, raw: bytes, limits: Limits) -> Document | Skipped:
+def _to_record(path: str, raw: bytes, limits: Limits, stamp: str = "") -> Document | Skipped:
     """Turn raw bytes into a Document, or say why they are not Markdown text."""
     try:
         path.encode("utf-8")
@@ -225,7 +240,7 @@ def _to_record(path: str, raw: bytes, limits: Limits) -> Document | Skipped:
         )
     if not text.strip():
         return Skipped(path, "empty file")
-    return Document(path, text, hashlib.sha256(raw).hexdigest())
+    return Document(path, text, hashlib.sha256(raw).hexdigest(), stamp)
 
 
 # --------------------------------------------------------------------------- folder
@@ -408,9 +423,13 @@ class FolderSource(_Reader):
                     continue
             yield rel, entry.path
 
-    def _read(self, rel: str, abs_path: str) -> Document | Skipped:
+    def _read(self, rel: str, abs_path: str, known: Mapping[str, str]) -> Document | Skipped | Unchanged:
         try:
             st = os.stat(abs_path)
+            # ctime and the inode change whatever a tool does to the mtime (an editor saving by rename).
+            stamp = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+            if known.get(rel) == stamp:
+                return Unchanged(rel)
             if not stat.S_ISREG(st.st_mode):
                 # A FIFO or device named *.md would block or never end.
                 return Skipped(rel, "not a regular file: replace it with a normal file")
@@ -420,15 +439,15 @@ class FolderSource(_Reader):
                 raw = f.read(self.limits.max_file_bytes + 1)  # bounded, in case it grew
         except OSError as err:
             return Skipped(rel, _oserror_reason(err))
-        return _to_record(rel, raw, self.limits)
+        return _to_record(rel, raw, self.limits, stamp)
 
-    def scan(self) -> Iterator[Document | Skipped]:
+    def scan(self, known: Mapping[str, str] = {}) -> Iterator[Document | Skipped | Unchanged]:
         # Collect first, then sort the full relative paths: sorting per directory would
         # put "a/b.md" before "a.md", which is not plain path order.
         self.others = 0
         found = sorted(self._walk(self._root, "", frozenset({self._root})), key=lambda x: x[0])
         for rel, item in found:
-            yield item if isinstance(item, Skipped) else self._read(rel, item)
+            yield item if isinstance(item, Skipped) else self._read(rel, item, known)
 
 
 # --------------------------------------------------------------------------- zip
@@ -522,7 +541,7 @@ class ZipSource(_Reader):
             return Skipped(path, _too_big(size, self.limits))
         return info
 
-    def scan(self) -> Iterator[Document | Skipped]:
+    def scan(self, known: Mapping[str, str] = {}) -> Iterator[Document | Skipped | Unchanged]:
         self.others = 0
         with self._open() as zf:
             plan = self._plan(zf)
@@ -537,6 +556,10 @@ class ZipSource(_Reader):
                 if isinstance(item, Skipped):
                     yield item
                     continue
+                stamp = f"{item.file_size}:{item.CRC:08x}"
+                if known.get(path) == stamp:
+                    yield Unchanged(path)
+                    continue
                 try:
                     with zf.open(item) as f:
                         # Bounded: a header that lies about the size cannot blow memory.
@@ -546,7 +569,7 @@ class ZipSource(_Reader):
                     reason = f"cannot read it from the zip ({err}): re-create the archive"
                     yield Skipped(path, _one_line(reason))
                     continue
-                yield _to_record(path, raw, self.limits)
+                yield _to_record(path, raw, self.limits, stamp)
 
 
 # --------------------------------------------------------------------------- S3
@@ -643,11 +666,11 @@ class S3Source(_Reader):
             msg = f"S3 error on {where} ({err}): check the location, endpoint and credentials"
         return SourceError(_one_line(msg))
 
-    def _list(self) -> list[tuple[str, str, int]]:
-        """(relative path, key, size) of the wanted objects, sorted by path."""
+    def _list(self) -> list[tuple[str, str, int, str]]:
+        """(relative path, key, size, stamp) of the wanted objects, sorted by path."""
         from botocore.exceptions import BotoCoreError, ClientError
 
-        found: dict[str, tuple[str, str, int]] = {}
+        found: dict[str, tuple[str, str, int, str]] = {}
         try:
             pages = self._client.get_paginator("list_objects_v2").paginate(
                 Bucket=self.bucket, Prefix=self.prefix
@@ -660,12 +683,13 @@ class S3Source(_Reader):
                     rel = "/".join(_split(key[len(self.prefix):]))
                     if not rel or not self._wanted(rel):
                         continue
-                    found[rel] = (rel, key, int(obj.get("Size", 0)))
+                    size = int(obj.get("Size", 0))
+                    found[rel] = (rel, key, size, f"{size}:{obj.get('ETag', '')}")
         except (BotoCoreError, ClientError) as err:
             raise self._source_error(err) from None
         return [found[p] for p in sorted(found)]
 
-    def _get(self, rel: str, key: str) -> Document | Skipped:
+    def _get(self, rel: str, key: str, stamp: str) -> Document | Skipped:
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
@@ -681,7 +705,7 @@ class S3Source(_Reader):
             return Skipped(rel, _one_line(reason))
         except BotoCoreError as err:
             raise self._source_error(err) from None
-        return _to_record(rel, raw, self.limits)
+        return _to_record(rel, raw, self.limits, stamp)
 
     def exists(self, path: str) -> bool:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -711,13 +735,15 @@ class S3Source(_Reader):
         except BotoCoreError as err:
             raise OSError(str(self._source_error(err))) from None
 
-    def scan(self) -> Iterator[Document | Skipped]:
+    def scan(self, known: Mapping[str, str] = {}) -> Iterator[Document | Skipped | Unchanged]:
         self.others = 0
-        for rel, key, size in self._list():  # listing errors surface before any record
-            if size > self.limits.max_file_bytes:  # before downloading
+        for rel, key, size, stamp in self._list():  # listing errors surface before any record
+            if known.get(rel) == stamp:
+                yield Unchanged(rel)
+            elif size > self.limits.max_file_bytes:  # before downloading
                 yield Skipped(rel, _too_big(size, self.limits))
             else:
-                yield self._get(rel, key)
+                yield self._get(rel, key, stamp)
 
 
 # --------------------------------------------------------------------------- factory

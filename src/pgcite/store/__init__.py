@@ -2,5 +2,6 @@
 
 from .database import ChunkRow, SearchFilter, SearchHit, SourceInfo, Store, embed_hash
 from .search_sql import SEARCH_MODES, WordMatch
+from . import sync_rows
 
-__all__ = ["SEARCH_MODES", "ChunkRow", "SearchFilter", "SearchHit", "SourceInfo", "Store", "WordMatch", "embed_hash"]
+__all__ = ["SEARCH_MODES", "ChunkRow", "SearchFilter", "SearchHit", "SourceInfo", "Store", "WordMatch", "embed_hash", "sync_rows"]

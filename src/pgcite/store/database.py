@@ -6,8 +6,8 @@ import contextlib
 import hashlib
 import json
 import weakref
-from dataclasses import dataclass
-from typing import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 import psycopg
@@ -16,6 +16,7 @@ from pgvector.psycopg import register_vector
 from psycopg import errors as pgerrors
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.types.json import Jsonb
 
 from ..config import Settings
 from ..errors import ModelMismatchError, StoreError
@@ -70,6 +71,17 @@ class SourceInfo:
     site: str = ""
     default_version: str = ""
     versions: tuple[str, ...] = ()
+    options: dict = field(default_factory=dict)  # the ingest's arguments, for a sync (sync_rows.py)
+    sync_interval: int | None = None  # seconds between scheduled syncs; None: no schedule
+    synced_at: str = ""
+    last_sync: dict | None = None  # sync_rows.sync_record: trigger, seconds, counts, what changed, error
+
+
+class StoredFile(NamedTuple):
+    checksum: str  # ingest.processing_checksum
+    includes: tuple[str, ...]
+    stamp: str  # the listing's stamp of the file when it was read (sources.py)
+    file_checksum: str  # sha256 of the file's bytes
 
 
 def _where(dsn: str) -> str:
@@ -306,20 +318,22 @@ class Store:
     # --- sources and documents --------------------------------------------------------------
 
     def upsert_source(self, name: str, location: str, base_url: str, version: str = "", *, site: str = "",
-                      default_version: str | None = None) -> tuple[str, str] | None:
-        """Create or update a source; returns its previous (base URL, version), None when new."""
+                      default_version: str | None = None, options: dict | None = None) -> tuple[str, str] | None:
+        """Create or update a source; returns its previous (base URL, version), None when new.
+        options: the ingest's arguments, kept for a sync."""
         default = version if default_version is None else default_version
         with self.conn.transaction():
             previous = self.conn.execute(
                 "SELECT base_url, version FROM sources WHERE name = %s FOR UPDATE", (name,)
             ).fetchone()
             self.conn.execute(
-                """INSERT INTO sources (name, location, base_url, version, site, default_version)
-                   VALUES (%s, %s, %s, %s, %s, %s)
+                """INSERT INTO sources (name, location, base_url, version, site, default_version, options)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s)
                    ON CONFLICT (name) DO UPDATE
                    SET location = excluded.location, base_url = excluded.base_url, version = excluded.version,
-                       site = excluded.site, default_version = excluded.default_version, updated_at = now()""",
-                (name, location, base_url, version, site, default),
+                       site = excluded.site, default_version = excluded.default_version, options = excluded.options,
+                       updated_at = now()""",
+                (name, location, base_url, version, site, default, Jsonb(options or {})),
             )
             self.conn.execute("UPDATE chunks SET in_default_version = (version = %(d)s) "
                               "WHERE source = %(n)s AND in_default_version <> (version = %(d)s)", {"d": default, "n": name})
@@ -338,10 +352,19 @@ class Store:
             else:  # left mid-command (Ctrl-C): the lock goes with the session
                 self.conn.close()
 
-    def document_checksums(self, source: str) -> dict[str, tuple[str, tuple[str, ...]]]:
-        """path -> (stored checksum, the files the page includes)."""
-        rows = self.conn.execute("SELECT path, checksum, includes FROM documents WHERE source = %s", (source,))
-        return {path: (checksum, tuple(includes)) for path, checksum, includes in rows}
+    def stored_files(self, source: str) -> dict[str, StoredFile]:
+        rows = self.conn.execute(
+            "SELECT path, checksum, includes, stamp, file_checksum FROM documents WHERE source = %s", (source,))
+        return {path: StoredFile(checksum, tuple(includes), stamp, file_checksum)
+                for path, checksum, includes, stamp, file_checksum in rows}
+
+    def restamp(self, source: str, stamps: dict[str, tuple[str, str]]) -> None:
+        """path -> (stamp, file checksum) of files read again and found the same (touched, or
+        stored before stamps were kept): the next scan skips them."""
+        if stamps:
+            with self.conn.transaction(), self.conn.cursor() as cur:
+                cur.executemany("UPDATE documents SET stamp = %s, file_checksum = %s WHERE source = %s AND path = %s",
+                                [(stamp, file_checksum, source, path) for path, (stamp, file_checksum) in stamps.items()])
 
     def cached_embeddings(self, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         """Vectors already stored for these texts (any document): the embedding cache."""
@@ -355,19 +378,22 @@ class Store:
 
     def replace_document(
         self, source: str, path: str, title: str, url: str, checksum: str, chunks: Sequence[ChunkRow],
-        version: str = "", kind: str = "page", includes: Sequence[str] = (),
+        version: str = "", kind: str = "page", includes: Sequence[str] = (), stamp: str = "",
+        file_checksum: str = "",
     ) -> None:
         """Insert or replace one document and all its chunks, atomically."""
         with self.conn.transaction():
+            self._statistics_now_stale()
             (doc_id,) = self.conn.execute(
-                """INSERT INTO documents (source, path, title, url, checksum, version, kind, includes)
-                   VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+                """INSERT INTO documents (source, path, title, url, checksum, version, kind, includes, stamp,
+                                          file_checksum)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
                    ON CONFLICT (source, path) DO UPDATE
                    SET title = excluded.title, url = excluded.url, checksum = excluded.checksum,
                        version = excluded.version, kind = excluded.kind, includes = excluded.includes,
-                       ingested_at = now()
+                       stamp = excluded.stamp, file_checksum = excluded.file_checksum, ingested_at = now()
                    RETURNING id""",
-                (source, path, title, url, checksum, version, kind, list(includes)),
+                (source, path, title, url, checksum, version, kind, list(includes), stamp, file_checksum),
             ).fetchone()
             self.conn.execute("DELETE FROM chunks WHERE document_id = %s", (doc_id,))
             with self.conn.cursor().copy(
@@ -391,6 +417,7 @@ class Store:
         if not paths:
             return 0
         with self.conn.transaction():
+            self._statistics_now_stale()
             cur = self.conn.execute(
                 "DELETE FROM documents WHERE source = %s AND path = ANY(%s)", (source, list(paths))
             )
@@ -409,10 +436,13 @@ class Store:
                       (SELECT count(*) FROM documents d WHERE d.source = s.name),
                       (SELECT count(*) FROM chunks c WHERE c.source = s.name),
                       to_char(s.updated_at, 'YYYY-MM-DD HH24:MI:SS'), s.site, s.default_version,
-                      ARRAY(SELECT DISTINCT d.version FROM documents d WHERE d.source = s.name ORDER BY 1)
+                      ARRAY(SELECT DISTINCT d.version FROM documents d WHERE d.source = s.name ORDER BY 1),
+                      s.options, extract(epoch FROM s.sync_interval)::int,
+                      coalesce(to_char(s.synced_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'), ''), s.last_sync
                FROM sources s ORDER BY s.name"""
         ).fetchall()
-        return [SourceInfo(*row[:8], versions=tuple(row[8])) for row in rows]
+        return [SourceInfo(*row[:8], versions=tuple(row[8]), options=row[9], sync_interval=row[10],
+                           synced_at=row[11], last_sync=row[12]) for row in rows]
 
     def chunk_count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
@@ -444,8 +474,20 @@ class Store:
 
     def refresh_statistics(self) -> None:
         """BM25's statistics (materialized views) from the chunks stored now."""
+        # The flag goes first: a write committed after it sets it again, and is refreshed next time.
+        self.conn.execute("DELETE FROM pgcite_settings WHERE key = 'statistics_stale'")
         self.conn.execute("REFRESH MATERIALIZED VIEW lexeme_idf")
         self.conn.execute("REFRESH MATERIALIZED VIEW source_stats")
+
+    def statistics_stale(self) -> bool:
+        """Whether chunks were written or removed since the statistics were last refreshed (even
+        by an ingest that was killed before refreshing them)."""
+        return self.conn.execute("SELECT EXISTS (SELECT FROM pgcite_settings WHERE key = 'statistics_stale')"
+                                 ).fetchone()[0]
+
+    def _statistics_now_stale(self) -> None:
+        self.conn.execute("INSERT INTO pgcite_settings (key, value) VALUES ('statistics_stale', 'true') "
+                          "ON CONFLICT (key) DO NOTHING")
 
     # --- search -----------------------------------------------------------------------------
 

@@ -187,4 +187,16 @@ MIGRATIONS: list[str] = [
         END IF;
     END $$;
     """,
+    # 11: keeping in step with the docs (store/sync_rows.py). Each document keeps the listing's stamp
+    # of its file and the file's own checksum, so a sync skips an unchanged file without reading it;
+    # each source how it was ingested (a sync reads it the same way), its schedule and its last sync.
+    # A flag row in pgcite_settings says BM25's statistics are older than the chunks.
+    """
+    ALTER TABLE documents ADD COLUMN stamp text NOT NULL DEFAULT '';
+    ALTER TABLE documents ADD COLUMN file_checksum text NOT NULL DEFAULT '';
+    ALTER TABLE sources ADD COLUMN options jsonb NOT NULL DEFAULT '{}';
+    ALTER TABLE sources ADD COLUMN sync_interval interval;
+    ALTER TABLE sources ADD COLUMN synced_at timestamptz;
+    ALTER TABLE sources ADD COLUMN last_sync jsonb;
+    """,
 ]
