@@ -217,6 +217,7 @@ def test_another_model_under_the_same_name_and_dimension_is_refused(database_url
         with Pgcite(remote) as app:
             with pytest.raises(ModelMismatchError, match="vectors unlike those the database was built with"):
                 app.search("quokka")
+            Path(folder, "more.md").write_text("# More\n\nThe wombat setting is 9.\n")  # to embed: refused
             with pytest.raises(ModelMismatchError, match="vectors unlike"):
                 app.ingest(folder, source="docs")
 

@@ -162,7 +162,6 @@ def ingest(
     report = IngestReport(source=source_name, site=site.name, base_url=base_url, versions=site.versions,
                           default_version=site.default_version or version)
     store.bind_model(embedder.model, embedder.dimension)
-    store.check_fingerprint(embedder.model, fingerprint(embedder), record=True)
     budget = chunk_budget(settings, embedder)
 
     with store.source_lock(source_name):
@@ -177,7 +176,7 @@ def ingest(
         current = {path: f.stamp for path, f in stored.items() if f.stamp and f.checksum == processing_checksum(
             f.file_checksum, settings, budget, site.name, site.digest(f.includes))}
         restamp: dict[str, tuple[str, str]] = {}
-        bulk_load = store.chunk_count() == 0
+        bulk_load = not store.has_chunks()
         if bulk_load:
             store.drop_vector_index()
 
@@ -271,6 +270,7 @@ class _Writer:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgcite-embed")
         self._in_flight: tuple[list[_Pending], dict[int, str], Future] | None = None
         self._seen: set[bytes] = set()  # texts of this ingest so far, embedded or reused
+        self._identity_checked = False
 
     def submit(self, pending: list[_Pending]) -> None:
         """Store the batch before (its vectors then serve this one as cache), then start embedding
@@ -292,6 +292,11 @@ class _Writer:
             else:
                 missing[h] = c.embed_text
             self._seen.add(h)
+        if missing and not self._identity_checked:
+            # Before the first new vector is stored (and only then: a sync with nothing new to embed
+            # does not load the model): the model is the one the stored vectors came from.
+            self.store.check_fingerprint(self.embedder.model, fingerprint(self.embedder), record=True)
+            self._identity_checked = True
         self._in_flight = (pending, hashes, self._worker.submit(self._embed, list(missing.items()), vectors,
                                                                 pending[-1].page.path))
 

@@ -444,6 +444,9 @@ class Store:
         return [SourceInfo(*row[:8], versions=tuple(row[8]), options=row[9], sync_interval=row[10],
                            synced_at=row[11], last_sync=row[12]) for row in rows]
 
+    def has_chunks(self) -> bool:  # without counting a million rows
+        return self.conn.execute("SELECT EXISTS (SELECT FROM chunks)").fetchone()[0]
+
     def chunk_count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
 
