@@ -128,7 +128,6 @@ def ingest(
             report = app.ingest(location, source=name, progress=progress, **options)
         _report_ingest(report, as_json)
         if watch:
-
             err.print(f"watching {escape(location)} for changes; Ctrl-C stops")
             with _interrupted_ingest(as_json):
                 watch_location(app, location, source=name, options=options,
