@@ -171,9 +171,16 @@ def test_sync_needs_an_admin_key_and_a_known_source(base: str, core: Pgcite, adm
     assert call(base, "/v1/sources/nope/sync", b"", key=admin).status == 404
 
 
-def test_the_server_syncs_a_scheduled_source_on_its_interval(base: str, core: Pgcite):
+def test_the_server_syncs_a_scheduled_source_on_its_interval(base: str, core: Pgcite, admin: str):
+    set_every = call(base, "/v1/sources/other/schedule", {"every": "15m"}, key=admin, method="PUT")
+    assert set_every.status == 200 and set_every.body == {"source": "other", "sync_interval": 900}
+    assert core.source("other").sync_interval == 900
+    wrong = call(base, "/v1/sources/other/schedule", {"every": "often"}, key=admin, method="PUT")
+    assert wrong.status == 400 and "15m" in wrong.body["error"]["message"]
+    assert call(base, "/v1/sources/other/schedule", {"every": "1h"}, method="PUT").status == 401
+
     (folder(core, "other") / "scheduled.md").write_text("# Scheduled\n\nPicked up by the schedule.\n")
-    core.schedule("other", 2)
+    core.schedule("other", 2)  # shorter than `every` allows, to keep the test short
     try:
         deadline = time.monotonic() + 30
         while (core.source("other").last_sync or {}).get("trigger") != "schedule":
@@ -182,8 +189,8 @@ def test_the_server_syncs_a_scheduled_source_on_its_interval(base: str, core: Pg
         assert core.source("other").last_sync["paths"]["new"] == ["scheduled.md"]
         assert "scheduled.md" in paths_found(core, "Picked up by the schedule", "other")
     finally:
-        core.schedule("other", None)
-    assert core.source("other").sync_interval is None
+        off = call(base, "/v1/sources/other/schedule", {"every": "off"}, key=admin, method="PUT")
+    assert off.body["sync_interval"] is None and core.source("other").sync_interval is None
 
 
 def test_a_push_webhook_brings_a_push_into_a_clone_ingested_with_pull(base: str, core: Pgcite, admin: str,

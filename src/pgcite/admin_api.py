@@ -11,14 +11,22 @@ from typing import Callable
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
 
 from . import webhooks
 from .access import Caller, check_writes
 from .core import Pgcite
 from .errors import PgciteError
 from .jobs import Job, Jobs
+from .sync import parse_interval
 
 ZIP_MAGIC = b"PK\x03\x04"
+
+
+class ScheduleRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    every: str = Field(max_length=20, description="90s, 15m, 2h, 1d, or off")
 
 
 def add_admin_routes(app: FastAPI, core: Pgcite, jobs: Jobs, write_access: Callable[..., Caller]) -> None:
@@ -57,6 +65,15 @@ def add_admin_routes(app: FastAPI, core: Pgcite, jobs: Jobs, write_access: Calla
         for while another of the source waits to start is that one (the same job comes back)."""
         check_writes(caller, name)
         return accepted(jobs.sync(name, "api", core.source(name, caller.sources).location))
+
+    @app.put("/v1/sources/{name}/schedule")
+    def schedule(name: str, body: ScheduleRequest, caller: Caller = Depends(write_access)) -> dict:
+        """Sync source `name` every `every` (as `pgcite sources schedule`)."""
+        check_writes(caller, name)
+        core.source(name, caller.sources)
+        seconds = parse_interval(body.every)
+        core.schedule(name, seconds)
+        return {"source": name, "sync_interval": seconds}
 
     @app.post("/v1/sources/{name}/webhook", status_code=202)
     async def webhook(name: str, request: Request) -> JSONResponse:

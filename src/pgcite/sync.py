@@ -67,7 +67,7 @@ def pull(folder: str) -> None:
                        text=True, timeout=PULL_TIMEOUT, stdin=subprocess.DEVNULL,
                        env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})  # never wait for a password
     except FileNotFoundError:
-        raise SourceError("git is not installed; install it, or ingest the source without --pull") from None
+        raise SourceError("git is not installed here; install it, or ingest the source again without pulling") from None
     except subprocess.TimeoutExpired:
         raise SourceError(f"git pull in {folder} took over {PULL_TIMEOUT} s; check the network and the "
                           "remote") from None
