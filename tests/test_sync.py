@@ -221,7 +221,7 @@ def test_watch_reflects_an_edit_an_addition_and_a_deletion_within_seconds(databa
     with watching(root, env) as passes, Pgcite(settings, embedder=embedder) as app:
         first = passes.get(timeout=300)
         assert first["new"] == 3
-        time.sleep(0.5)  # the watch starts once the first pass is reported
+        time.sleep(1.0)  # the watch starts once the first pass is reported
 
         (root / "tuning.md").write_text(PAGES["tuning.md"].replace("40", "75"))
         took = [reflected(lambda: "75 turns" in paths_found(app, "default speed turns", "w").get("tuning.md", ""),

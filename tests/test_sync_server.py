@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from pgcite.core import Pgcite
+from pgcite.jobs import SYNC_SETTLE
 from pgcite.webhooks import verify
 from pgcite.errors import PgciteError
 from tests.http_server import Reply, call, served
@@ -77,7 +78,7 @@ def test_a_signed_webhook_syncs_and_an_unsigned_one_starts_nothing(base: str, co
     assert [r.status for r in refused] == [401] * 4
     assert all(r.body["error"]["type"] == "unauthorized" for r in refused)
     assert "not signed" in refused[0].body["error"]["message"] and "does not match" in refused[1].body["error"]["message"]
-    time.sleep(2.5)  # longer than a sync's settling time: any sync started would have run by now
+    time.sleep(SYNC_SETTLE + 1.5)  # any sync started would have run by now
     assert core.source("docs").synced_at == before
     assert "65 turns" not in paths_found(core, "default speed turns", "docs")["tuning.md"]
 
@@ -135,7 +136,7 @@ def test_two_webhooks_in_a_burst_make_one_sync(base: str, core: Pgcite, admin: s
     job = wait_done(base, admin, first.body["job"]["id"])
     assert job["state"] == "done" and job["requests"] == 2 and "1 new" in job["summary"]
     synced = core.source("docs").synced_at
-    time.sleep(2.5)
+    time.sleep(SYNC_SETTLE + 1.5)
     assert core.source("docs").synced_at == synced  # and no second sync came after it
 
 

@@ -30,7 +30,7 @@ KEEP_FINISHED = 100  # finished jobs remembered, newest first
 SCHEDULE_TICK = 1.0  # seconds between looks for sources due a scheduled sync
 # Seconds a sync waits before it starts, taking in the asks that come meanwhile: the webhooks of a
 # burst of pushes (a merge train, a push of several branches) make one sync.
-SYNC_SETTLE = 1.0
+SYNC_SETTLE = 2.0
 
 
 @dataclass

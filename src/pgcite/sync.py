@@ -10,6 +10,8 @@ import threading
 from typing import TYPE_CHECKING, Callable
 
 import psycopg
+from watchfiles import DefaultFilter
+from watchfiles import watch as changes
 
 from .errors import PgciteError, SourceError, first_line
 
@@ -29,9 +31,6 @@ def watch(core: Pgcite, location: str, *, source: str, options: dict, on_pass: C
     """Run a pass over `location` (a folder or a .zip) each time its files change, until Ctrl-C or
     `stop`. Each pass is an ingest: only the changed files are read, in their own transactions,
     with the embedding cache. A pass that fails is reported and the watch goes on."""
-    from watchfiles import DefaultFilter
-    from watchfiles import watch as changes
-
     check_watchable(location)
     location = os.path.abspath(location)
     folder = os.path.isdir(location)
