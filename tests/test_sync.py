@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import threading
@@ -250,6 +251,23 @@ def test_watch_reflects_an_edit_an_addition_and_a_deletion_within_seconds(databa
         assert passes.empty()  # no second pass for the same burst
         assert app.source("w").last_sync["trigger"] == "watch"
     print(f"reflected in search after {', '.join(f'{t:.2f}' for t in took)} s (edit, addition, deletion)")
+
+
+def test_watch_follows_a_file_the_pages_include_from_beside_the_folder(database_url: str, settings: Settings,
+                                                                        embedder, tmp_path: Path):
+    project = tmp_path / "project"
+    shutil.copytree(REPO / "tests" / "sites" / "mkdocs", project)  # site/ includes ../examples/app.py
+    env = dict(os.environ, PGCITE_DATABASE_URL=database_url, PGCITE_HOME=str(tmp_path / "home"))
+    with watching(project / "site", env) as passes, Pgcite(settings, embedder=embedder) as app:
+        first = passes.get(timeout=300)
+        assert "../examples/app.py" in first["included"]
+        time.sleep(1.0)
+        app_py = project / "examples" / "app.py"
+        app_py.write_text(app_py.read_text().replace("rate=40", "rate=55"))
+        took = reflected(lambda: "rate=55" in paths_found(app, "app.spin rate", "w").get("docs/guide/spinning.md", ""),
+                         REFLECTED_WITHIN)
+        assert passes.get(timeout=10)["paths"] == {"new": [], "changed": ["docs/guide/spinning.md"], "removed": []}
+    print(f"an edit of an included file reflected in search after {took:.2f} s")
 
 
 def test_watch_refuses_s3_in_one_line_before_reading_it(database_url: str, tmp_path: Path):

@@ -130,7 +130,7 @@ def ingest(
         if watch:
             err.print(f"watching {escape(location)} for changes; Ctrl-C stops")
             with _interrupted_ingest(as_json):
-                watch_location(app, location, source=name, options=options,
+                watch_location(app, location, source=name, options=options, first=report,
                                on_pass=lambda report: _report_ingest(report, as_json),
                                on_error=lambda message: err.print(f"[red]error:[/] {escape(message)}; still watching"))
 

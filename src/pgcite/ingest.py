@@ -52,6 +52,9 @@ class IngestReport:
     problems: list[str] = field(default_factory=list)
     # The paths of the new, changed and removed files.
     paths: dict[str, list[str]] = field(default_factory=lambda: {"new": [], "changed": [], "removed": []})
+    # The files the stored pages include, as paths from the source's root ("../src/app.py" for a
+    # file beside an ingested folder): what else `--watch` watches.
+    included: list[str] = field(default_factory=list)
 
     @property
     def files_read(self) -> int:
@@ -176,6 +179,7 @@ def ingest(
         current = {path: f.stamp for path, f in stored.items() if f.stamp and f.checksum == processing_checksum(
             f.file_checksum, settings, budget, site.name, site.digest(f.includes))}
         restamp: dict[str, tuple[str, str]] = {}
+        included: set[str] = set()  # site paths
         bulk_load = not store.has_chunks()
         if bulk_load:
             store.drop_vector_index()
@@ -190,12 +194,15 @@ def ingest(
                 seen.add(item.path)
                 if isinstance(item, Unchanged):
                     report.unchanged += 1
+                    included.update(stored[item.path].includes)
                 elif isinstance(item, Skipped):
                     report.skipped.append(item)  # the stored version, if any, is kept
+                    included.update(known[item.path].includes if item.path in known else ())
                 elif item.path in stored and stored[item.path].checksum == processing_checksum(
                         item.checksum, settings, budget, site.name, site.digest(stored[item.path].includes)):
                     report.unchanged += 1
                     restamp[item.path] = (item.stamp, item.checksum)
+                    included.update(stored[item.path].includes)
                 else:
                     try:
                         page = site.render(item)
@@ -204,6 +211,7 @@ def ingest(
                         report.skipped.append(Skipped(item.path, f"could not be read: {first_line(exc)[:300]}"))
                         continue
                     report.problems += [f"{item.path}: {problem}" for problem in page.problems]
+                    included.update(page.included)
                     checksum = processing_checksum(item.checksum, settings, budget, site.name,
                                                    site.digest(page.included))
                     pending.append(_Pending(page, checksum, chunks, item.path not in known, item.stamp, item.checksum))
@@ -221,6 +229,7 @@ def ingest(
             gone = sorted(set(known) - seen)
             report.removed = store.delete_documents(source_name, gone)
             report.paths["removed"] = gone
+            report.included = sorted({site.files.to_source(path) for path in included})
         except KeyboardInterrupt:
             interrupted = True
         except Exception:
