@@ -74,7 +74,7 @@ class SourceInfo:
     options: dict = field(default_factory=dict)  # the ingest's arguments, for a sync (sync_rows.py)
     sync_interval: int | None = None  # seconds between scheduled syncs; None: no schedule
     synced_at: str = ""
-    last_sync: dict | None = None  # sync_rows.sync_record: trigger, seconds, counts, what changed, error
+    last_sync: dict | None = None  # sync_rows.record: trigger, seconds, counts, what changed, error
 
 
 class StoredFile(NamedTuple):
