@@ -382,3 +382,9 @@ def test_a_sync_of_a_clone_ingested_with_pull_reads_what_was_pushed(settings: Se
         with pytest.raises(SourceError, match="git pull in .* failed"):
             app.sync("repo")
         assert "git pull" in app.source("repo").last_sync["error"]
+
+        git("checkout", "-q", "--", "tuning.md", cwd=served)
+        git("remote", "set-url", "origin", "http://bot:tok123@127.0.0.1:9/docs.git", cwd=served)  # nothing listens
+        with pytest.raises(SourceError, match="git pull in .* failed .*127.0.0.1"):
+            app.sync("repo")
+        assert "tok123" not in app.source("repo").last_sync["error"]  # readers see the reason, never the token

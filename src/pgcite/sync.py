@@ -97,6 +97,7 @@ def pull(folder: str) -> None:
                           "remote") from None
     except subprocess.CalledProcessError as exc:
         why = first_line(exc.stderr.strip() or exc.stdout.strip() or f"exit status {exc.returncode}")
+        why = re.sub(r"://[^/\s@]+@", "://", why)  # a remote's user and token: the reason is shown to readers
         raise SourceError(f"git pull in {folder} failed ({why}); fix the clone (it must fast-forward to its "
                           "upstream), then sync again") from None
 
