@@ -176,8 +176,10 @@ def test_another_dimension_under_the_stored_models_name_says_so(settings: Settin
 def test_ctrl_c_mid_ingest_still_reports_and_rebuilds_the_index(database_url: str, tmp_path: Path):
     """After Ctrl-C the skip report was lost and the index dropped for the bulk load stayed
     dropped until the next ingest."""
-    pages = {f"page{n:03}.md": f"# Page {n}\n\n## Part\n\nThe setting number {n} is {n * 7} units.\n"
-             for n in range(400)}
+    # Pages long enough that, once the first are stored, the rest take seconds to embed: the Ctrl-C
+    # must land mid-ingest (with one-line pages the ingest could end before the signal was sent).
+    pages = {f"page{n:03}.md": f"# Page {n}\n\n## Part\n\nThe setting number {n} is {n * 7} units. "
+             + " ".join(f"note{n}x{i}" for i in range(40)) + "\n" for n in range(400)}
     folder = write_folder(tmp_path / "docs", pages)
     (tmp_path / "docs" / "aaa-bad.md").write_bytes(b"\x00binary" * 10)
     env = _own_env(PGCITE_DATABASE_URL=database_url, PGCITE_HOME=str(tmp_path / "home"))
