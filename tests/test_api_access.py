@@ -118,6 +118,15 @@ def test_an_admin_ingests_a_zip_as_a_job_while_searches_go_on(base: str, keys: d
     assert searched_while_running >= 1  # a search was answered while the ingest ran
     found = call(base, "/v1/search?q=marmalade+setting+12&source=jam&k=1", key=keys["admin"])
     assert found.body["results"][0]["url"].startswith("https://jam.dev/")
+    # The upload is not kept: the source says so, and a sync of it says to upload again.
+    (jam,) = [s for s in call(base, "/v1/sources", key=keys["admin"]).body["sources"] if s["name"] == "jam"]
+    assert jam["location"] == "(uploaded zip)" and jam["last_sync"]["trigger"] == "upload"
+    synced = call(base, "/v1/sources/jam/sync", b"", key=keys["admin"]).body["job"]
+    deadline = time.monotonic() + 30
+    while synced["state"] in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(0.1)
+        synced = call(base, f"/v1/jobs/{synced['id']}", key=keys["admin"]).body["job"]
+    assert synced["state"] == "failed" and "was uploaded as a zip" in synced["error"], synced
 
     removal = call(base, "/v1/sources/jam", key=keys["admin"], method="DELETE")
     assert removal.status == 200 and removal.body == {"removed": "jam"}

@@ -85,6 +85,9 @@ def make_generator(settings: Settings, embedder: Embedder) -> Generator:
     return ExtractiveGenerator(embedder)
 
 
+UPLOADED = "(uploaded zip)"  # the location of a source ingested from an upload
+
+
 def _no_source(name: str) -> PgciteError:
     return PgciteError(f"no source named {name!r}; list them with `pgcite sources` or GET /v1/sources",
                        kind="not_found")
@@ -231,10 +234,10 @@ class Pgcite:
                version: str = "", site: str | None = None, route_base: str | None = None,
                include_root: str | None = None, chunk_tokens: int | None = None, pull: bool = False,
                progress: Progress | None = None, embedder: Embedder | None = None,
-               trigger: str = "ingest") -> IngestReport:
+               trigger: str = "ingest", uploaded: bool = False) -> IngestReport:
         """embedder: another than the query path's (the server's ingest jobs have their own).
         pull: `git pull` the folder before each sync (sync.py). trigger: what started it, for the
-        source's last sync."""
+        source's last sync. uploaded: `location` is a temporary copy of an upload, not to be kept."""
         from .ingest import ingest, open_location
 
         # Kept with the source, so that a sync from anywhere reads it again the same way.
@@ -246,7 +249,8 @@ class Pgcite:
         with self.writer() as store:
             return ingest(reader, source_name=source, base_url=base_url, settings=settings, store=store,
                           embedder=embedder or self.embedder, version=version, site=site, route_base=route_base,
-                          progress=progress, options=options, trigger=trigger)
+                          progress=progress, options=options, trigger=trigger,
+                          recorded_location=UPLOADED if uploaded else None)
 
     def sync(self, name: str, *, trigger: str = "sync", progress: Progress | None = None,
              embedder: Embedder | None = None) -> IngestReport:
@@ -258,9 +262,12 @@ class Pgcite:
         options = info.options or {"base_url": info.base_url}  # a source ingested before options were kept
         started = time.perf_counter()
         try:
+            if info.location == UPLOADED:
+                raise SourceError(f"source {name!r} was uploaded as a zip, which is not kept: upload it again "
+                                  f"(POST /v1/sources/{name}/ingest) to bring it up to date")
             if "://" not in info.location and not os.path.exists(info.location):
-                raise SourceError(f"source {name!r} was read from {info.location}, which is not there any more (an "
-                                  "uploaded zip is not kept): ingest it again from where it is now")
+                raise SourceError(f"source {name!r} was read from {info.location}, which is not there any more: "
+                                  "ingest it again from where it is now")
             if options.get("pull"):
                 pull(info.location)
             return self.ingest(info.location, source=name, progress=progress, embedder=embedder, trigger=trigger,

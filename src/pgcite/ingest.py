@@ -149,11 +149,13 @@ def ingest(
     progress: Progress | None = None,
     options: dict | None = None,
     trigger: str = "ingest",
+    recorded_location: str | None = None,
 ) -> IngestReport:
     """Ingest `source` as `source_name`. `site` is the generator (detected when None, or named);
     `base_url` defaults to the one the site's configuration gives; `version` labels an
     unversioned site (a versioned one labels its pages itself). options: the arguments this
-    ingest was asked with, kept for a sync; trigger: what started it (the last sync says)."""
+    ingest was asked with, kept for a sync; trigger: what started it (the last sync says);
+    recorded_location: the source's location to record, when not where it was read from (an upload)."""
     started = time.perf_counter()
     if not isinstance(site, Site):
         site = detect(source, site, route_base=route_base)
@@ -168,8 +170,8 @@ def ingest(
     budget = chunk_budget(settings, embedder)
 
     with store.source_lock(source_name):
-        previous = store.upsert_source(source_name, source.location, base_url, version, site=site.name,
-                                       default_version=report.default_version, options=options)
+        previous = store.upsert_source(source_name, recorded_location or source.location, base_url, version,
+                                       site=site.name, default_version=report.default_version, options=options)
         known = store.stored_files(source_name)
         # A new base URL or version label changes every stored row: re-process all files (the
         # vectors come from the cache).

@@ -73,7 +73,7 @@ class Jobs:
             self._remember(job)
         self._worker.submit(self._run, job, lambda progress: self._core.ingest(
             str(upload / "upload.zip"), source=source, base_url=base_url, embedder=self._embedder,
-            progress=progress, trigger="upload"), upload)
+            progress=progress, trigger="upload", uploaded=True), upload)
         return job
 
     def sync(self, source: str, trigger: str, location: str = "") -> Job:
