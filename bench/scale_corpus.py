@@ -188,6 +188,7 @@ def grow(store: Store, chunks: int, seed: int = 0) -> float:
                                 hashlib.sha256(content.encode()).digest(),
                                 "[" + ",".join(f"{x:.6f}" for x in vector) + "]"))
     store.refresh_indexes()
+    store.refresh_statistics()  # written with COPY here, not through the Store's writes that flag them stale
     conn.execute("VACUUM ANALYZE chunks")  # the rows of a larger size removed before are dead
     return time.perf_counter() - started
 

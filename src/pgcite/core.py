@@ -239,9 +239,10 @@ class Pgcite:
         pull: `git pull` the folder before each sync (sync.py). trigger: what started it, for the
         source's last sync. uploaded: `location` is a temporary copy of an upload, not to be kept."""
         from .ingest import ingest, open_location
+        from .sources import is_remote
 
         # Kept with the source, so that a sync from anywhere reads it again the same way.
-        location, include_root = (os.path.abspath(p) if p and "://" not in p else p for p in (location, include_root))
+        location, include_root = (os.path.abspath(p) if p and not is_remote(p) else p for p in (location, include_root))
         options = {"base_url": base_url, "exclude": list(exclude), "version": version, "site": site,
                    "route_base": route_base, "include_root": include_root, "chunk_tokens": chunk_tokens, "pull": pull}
         settings = self.settings if chunk_tokens is None else dataclasses.replace(self.settings, chunk_tokens=chunk_tokens)
@@ -256,6 +257,7 @@ class Pgcite:
              embedder: Embedder | None = None) -> IngestReport:
         """Read source `name` again from where it was ingested, with the same options (pulling the
         folder first when it was ingested with `pull`); only what changed is read and stored."""
+        from .sources import is_remote
         from .sync import pull
 
         info = self.source(name)
@@ -265,7 +267,7 @@ class Pgcite:
             if info.location == UPLOADED:
                 raise SourceError(f"source {name!r} was uploaded as a zip, which is not kept: upload it again "
                                   f"(POST /v1/sources/{name}/ingest) to bring it up to date")
-            if "://" not in info.location and not os.path.exists(info.location):
+            if not is_remote(info.location) and not os.path.exists(info.location):
                 raise SourceError(f"source {name!r} was read from {info.location}, which is not there any more: "
                                   "ingest it again from where it is now")
             if options.get("pull"):

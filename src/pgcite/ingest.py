@@ -181,7 +181,7 @@ def ingest(
         current = {path: f.stamp for path, f in stored.items() if f.stamp and f.checksum == processing_checksum(
             f.file_checksum, settings, budget, site.name, site.digest(f.includes))}
         restamp: dict[str, tuple[str, str]] = {}
-        included: set[str] = set()  # site paths
+        processed: dict[str, tuple[str, ...]] = {}  # path -> the site paths its page includes now
         bulk_load = not store.has_chunks()
         if bulk_load:
             store.drop_vector_index()
@@ -196,15 +196,12 @@ def ingest(
                 seen.add(item.path)
                 if isinstance(item, Unchanged):
                     report.unchanged += 1
-                    included.update(stored[item.path].includes)
                 elif isinstance(item, Skipped):
                     report.skipped.append(item)  # the stored version, if any, is kept
-                    included.update(known[item.path].includes if item.path in known else ())
                 elif item.path in stored and stored[item.path].checksum == processing_checksum(
                         item.checksum, settings, budget, site.name, site.digest(stored[item.path].includes)):
                     report.unchanged += 1
                     restamp[item.path] = (item.stamp, item.checksum)
-                    included.update(stored[item.path].includes)
                 else:
                     try:
                         page = site.render(item)
@@ -213,7 +210,7 @@ def ingest(
                         report.skipped.append(Skipped(item.path, f"could not be read: {first_line(exc)[:300]}"))
                         continue
                     report.problems += [f"{item.path}: {problem}" for problem in page.problems]
-                    included.update(page.included)
+                    processed[item.path] = page.included
                     checksum = processing_checksum(item.checksum, settings, budget, site.name,
                                                    site.digest(page.included))
                     pending.append(_Pending(page, checksum, chunks, item.path not in known, item.stamp, item.checksum))
@@ -231,7 +228,9 @@ def ingest(
             gone = sorted(set(known) - seen)
             report.removed = store.delete_documents(source_name, gone)
             report.paths["removed"] = gone
-            report.included = sorted({site.files.to_source(path) for path in included})
+            # What the pages include now: a page read again says, the others as stored.
+            report.included = sorted({site.files.to_source(include) for path in seen for include in
+                                      processed.get(path, known[path].includes if path in known else ())})
         except KeyboardInterrupt:
             interrupted = True
         except Exception:
@@ -244,8 +243,7 @@ def ingest(
             writer.close()
             # Even after a failure the index dropped for a bulk load comes back; on a lost
             # connection the next ingest does it, and the error that says why is the one reported.
-            # With nothing written, by this ingest or one killed before it got here, there is nothing to do.
-            if not interrupted and _usable(store) and (store.statistics_stale() or not store.has_vector_index()):
+            if not interrupted and _usable(store):
                 store.refresh_indexes()
     if interrupted:  # Ctrl-C may have left the connection mid-command: end on a new one
         with Store.open(settings) as fresh:

@@ -44,6 +44,7 @@ __all__ = [
     "glob_match",
     "is_excluded",
     "is_included",
+    "is_remote",
     "open_source",
 ]
 
@@ -749,6 +750,11 @@ class S3Source(_Reader):
 # --------------------------------------------------------------------------- factory
 
 
+def is_remote(location: str) -> bool:
+    """An S3 location rather than a path on this machine."""
+    return location.startswith("s3://")
+
+
 def open_source(
     location: str,
     *,
@@ -759,7 +765,7 @@ def open_source(
 ) -> Source:
     """Pick the source type from what the user typed."""
     kw: dict[str, Any] = {"exclude": exclude, "include": include, "limits": limits}
-    if location.startswith("s3://"):
+    if is_remote(location):
         return S3Source(location, **kw)
     if location.lower().endswith(".zip") and os.path.isfile(location):
         return ZipSource(location, **kw)

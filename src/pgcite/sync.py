@@ -14,6 +14,7 @@ from watchfiles import DefaultFilter
 from watchfiles import watch as changes
 
 from .errors import PgciteError, SourceError, first_line
+from .sources import is_remote
 
 if TYPE_CHECKING:
     from .core import Pgcite
@@ -76,7 +77,7 @@ def _outside(folder: str, included: list[str]) -> set[str]:
 
 
 def check_watchable(location: str) -> None:
-    if "://" in location:
+    if is_remote(location):
         raise PgciteError("--watch reads a folder or a .zip; keep an S3 source in step with the server's schedule "
                           "(`pgcite sources schedule NAME 15m`) or POST /v1/sources/NAME/sync")
 

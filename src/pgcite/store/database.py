@@ -467,13 +467,15 @@ class Store:
         self.conn.execute(f"DROP INDEX IF EXISTS {self.VECTOR_INDEX}")
 
     def refresh_indexes(self) -> None:
-        """After an ingest: build the HNSW index if it is missing, refresh BM25's statistics."""
+        """After an ingest: build the HNSW index if it is missing; refresh BM25's statistics if chunks
+        were written or removed since they last were (by this ingest, or by one killed before it got here)."""
         if (model := self.stored_model()) is not None and not self.has_vector_index():
             self.conn.execute(f"SET maintenance_work_mem = '{index_build_memory(self.chunk_count(), model[1])}MB'")
             self.conn.execute(f"CREATE INDEX IF NOT EXISTS {self.VECTOR_INDEX} ON chunks "
                               f"USING hnsw (embedding halfvec_cosine_ops) WITH (ef_construction = {HNSW_EF_CONSTRUCTION})")
             self.conn.execute("RESET maintenance_work_mem")
-        self.refresh_statistics()
+        if self.statistics_stale():
+            self.refresh_statistics()
 
     def refresh_statistics(self) -> None:
         """BM25's statistics (materialized views) from the chunks stored now."""
@@ -483,8 +485,6 @@ class Store:
         self.conn.execute("REFRESH MATERIALIZED VIEW source_stats")
 
     def statistics_stale(self) -> bool:
-        """Whether chunks were written or removed since the statistics were last refreshed (even
-        by an ingest that was killed before refreshing them)."""
         return self.conn.execute("SELECT EXISTS (SELECT FROM pgcite_settings WHERE key = 'statistics_stale')"
                                  ).fetchone()[0]
 
