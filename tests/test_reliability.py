@@ -183,8 +183,11 @@ def test_ctrl_c_mid_ingest_still_reports_and_rebuilds_the_index(database_url: st
     folder = write_folder(tmp_path / "docs", pages)
     (tmp_path / "docs" / "aaa-bad.md").write_bytes(b"\x00binary" * 10)
     env = _own_env(PGCITE_DATABASE_URL=database_url, PGCITE_HOME=str(tmp_path / "home"))
+    # Ctrl-C as a terminal delivers it: a test run started in the background inherits SIGINT ignored,
+    # and Python then never raises KeyboardInterrupt.
     running = subprocess.Popen([sys.executable, "-m", "pgcite", "ingest", folder, "--source", "docs"], env=env,
-                               cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                               cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     with psycopg.connect(database_url, autocommit=True) as conn:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and running.poll() is None:
