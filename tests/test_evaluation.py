@@ -130,6 +130,35 @@ def test_answer_metrics_by_hand():
     assert m["hit@3"].value == 0 and m["hit@3"].count == 2  # "refused" has no gold nor chunk_fact
 
 
+def test_refusal_rates_and_fed_gold_by_hand():
+    questions = _questions(
+        {"id": "fed", "question": "speed?", "gold": [{"path": "a.md", "heading": "Speed"}]},
+        {"id": "unfed", "question": "colour?", "gold": [{"path": "a.md", "heading": "Colour"}]},
+        {"id": "refused", "question": "size?", "gold": [{"path": "a.md", "heading": "Size"}]},
+        {"id": "cat", "question": "Am I a cat?", "answerable": False},
+        {"id": "bold", "question": "Am I a dog?", "answerable": False},
+    )
+    speed, other = _section("a.md", "Speed", "40 turns"), _section("b.md", "Other", "blue")
+    answers = {
+        "fed": AnswerRecord("40 turns [2].", False, (2,), ("40 turns",), fed=(other, speed)),
+        "unfed": AnswerRecord("Blue [1].", False, (1,), ("blue",), fed=(other,)),
+        "refused": AnswerRecord("Not in the documents.", True),
+        "cat": AnswerRecord("Not in the documents.", True),
+        "bold": AnswerRecord("You are a dog [1].", False, (1,), ("Dogs bark.",), fed=(other,)),
+    }
+    report = evaluate(questions, {}, answers, k=3)
+    m = report.metrics
+    assert m["answered_answerable"].value == pytest.approx(2 / 3) and m["answered_answerable"].failing == ("refused",)
+    assert m["refused_unanswerable"].value == 0.5 and m["refused_unanswerable"].failing == ("bold",)
+    assert m["fed_gold"].value == pytest.approx(1 / 3) and m["fed_gold"].failing == ("unfed", "refused")
+    # What a sealed half shows: the same totals, and not which question missed.
+    sealed = report.totals_only()
+    assert {n: (v.value, v.count) for n, v in sealed.metrics.items()} == {n: (v.value, v.count) for n, v in m.items()}
+    assert not any(v.failing for v in sealed.metrics.values()) and sealed.rows == []
+    assert "bold" not in sealed.dumps() and failed_bars(sealed, [("refused_unanswerable", 0.9)]) == [
+        "refused_unanswerable = 0.5000 is below the bar 0.9"]
+
+
 # --- matching ---------------------------------------------------------------------------------
 
 

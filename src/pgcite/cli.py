@@ -540,6 +540,8 @@ def eval_questions(
     k: Annotated[int, typer.Option("-k", help="Distinct sections that count as retrieved (MRR@k, recall@k).")] = 3,
     answers: Annotated[bool, typer.Option("--answers", help="Also ask every question and check the answers.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout: metrics and per-question rows.")] = False,
+    sealed: Annotated[bool, typer.Option(
+        "--sealed", help="Totals only, never which questions missed: for a sealed half measured while tuning.")] = False,
     fail_under: Annotated[Optional[list[str]], typer.Option(
         "--fail-under", metavar="METRIC=VALUE", help="Exit 1 when METRIC is below VALUE (repeatable), e.g. hit@3=0.9.")] = None,
     compare_corpus: Annotated[Optional[str], typer.Option(
@@ -601,6 +603,8 @@ def eval_questions(
     report = evaluate(qs, retrievals, records, k=k)
     report.info = {"questions": len(qs), "source": source, "version": version, "search_mode": settings.search_mode,
                    "generator": generator.name if generator else None}
+    if sealed:
+        report = report.totals_only()
     if as_json:
         print(report.dumps())
     else:

@@ -50,7 +50,8 @@ if TYPE_CHECKING:
 
 # Metric names, in the order they are shown. Rates are in [0, 1]; top3_tokens is a cost.
 RETRIEVAL_METRICS = ("hit@1", "hit@3", "mrr", "recall", "fact@3", "top3_tokens")
-ANSWER_METRICS = ("answer_has_fact", "cites_fact", "citations_valid", "refusal_correct", "forbidden_absent")
+ANSWER_METRICS = ("answer_has_fact", "cites_fact", "citations_valid", "refusal_correct", "forbidden_absent",
+                  "refused_unanswerable", "answered_answerable", "fed_gold")
 METRICS = RETRIEVAL_METRICS + ANSWER_METRICS
 # Other spellings accepted by --fail-under.
 _ALIASES = {"hit1": "hit@1", "hit3": "hit@3", "mrr@k": "mrr", "recall@k": "recall", "fact3": "fact@3"}
@@ -299,6 +300,7 @@ class AnswerRecord:
     citations: tuple[int, ...] = ()
     cited_texts: tuple[str, ...] = ()  # content of each cited source
     invalid_citations: tuple[int, ...] = ()
+    fed: tuple[RankedSection, ...] = ()  # the sections the generator was given
 
 
 @dataclass(frozen=True)
@@ -326,6 +328,10 @@ class Report:
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), ensure_ascii=False, sort_keys=True)
+
+    def totals_only(self) -> "Report":
+        """The metrics without which questions missed them: what may be seen of a sealed set while tuning."""
+        return Report(self.k, {name: Metric(m.value, m.count) for name, m in self.metrics.items()}, [], self.info)
 
 
 def _rounded(value: Any) -> Any:
@@ -374,7 +380,9 @@ def evaluate(
     Answer metrics, when `answers` is given: answer_has_fact (answer_fact matches the answer),
     cites_fact (a cited source contains chunk_fact or matches answer_fact), citations_valid (no
     citation named a missing source), refusal_correct (refused exactly when not answerable),
-    forbidden_absent (the forbidden pattern does not match)."""
+    forbidden_absent (the forbidden pattern does not match), refused_unanswerable (unanswerable
+    questions refused), answered_answerable (answerable questions not refused), fed_gold (a right
+    section among those the generator was given, questions judged on retrieval)."""
     if k < 1:
         raise EvalError(f"-k must be at least 1 (got {k})")
     scores: dict[str, dict[str, float]] = {name: {} for name in METRICS if name != "top3_tokens"}
@@ -417,6 +425,9 @@ def evaluate(
                     for t in a.cited_texts)
             if q.forbidden is not None:
                 checks["forbidden_absent"] = not _matches_regex(q.forbidden, a.text)
+            checks["answered_answerable" if q.answerable else "refused_unanswerable"] = a.refused != q.answerable
+            if q.judged_on_retrieval:
+                checks["fed_gold"] = any(_relevant(q, s) for s in a.fed)
             for name, ok in checks.items():
                 scores[name][q.id] = float(ok)
             row["answer"] = {"text": a.text, "refused": a.refused, "citations": list(a.citations),
@@ -522,9 +533,11 @@ def run_answers(
             progress(q.id)
         answer = app.ask(q.question, mode=mode, filters=SearchFilter(source=source, version=version, exclude_flagged=True))
         by_number = {p.number: p.hit.content for p in answer.sources}
+        fed = tuple(RankedSection(p.hit.path, p.hit.heading, trail_of(p.hit.breadcrumb, p.hit.title, p.hit.heading),
+                                  (p.hit.content,)) for p in answer.sources)
         records[q.id] = AnswerRecord(answer.text, answer.refused, tuple(answer.citations),
                                      tuple(by_number[n] for n in answer.citations if n in by_number),
-                                     tuple(answer.checks.invalid_citations))
+                                     tuple(answer.checks.invalid_citations), fed)
     return records
 
 

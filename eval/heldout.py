@@ -1,0 +1,137 @@
+"""Held-out evaluation: every site's tune and sealed halves, side by side, pooled and worst site.
+
+    .venv/bin/python eval/heldout.py                    # ingest what is missing, measure, print the table
+    .venv/bin/python eval/heldout.py --half tune --sites fastapi,hugo --show-missed
+    .venv/bin/python eval/heldout.py --fail-under refused_unanswerable=0.5 --fail-under-worst hit@3=0.5
+
+Sites are listed in eval/heldout/sites.json and read from ../shared/corpora (or --corpora); a site
+whose corpus is absent is skipped with a message. Each is ingested as a new user would (the options
+in sites.json only say where the pages are or what the site publishes), into PGCITE_HOME or the
+configured database; an unchanged corpus is not read again. Then each half's questions are searched
+and asked with every default. The sealed half is reported as totals only, whatever is asked: while
+a change is being tuned, nobody reads which sealed question it wins or loses.
+--fail-under bars apply to the pooled value of each half, --fail-under-worst to the worst site."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "src"))
+
+from pgcite.config import load_settings  # noqa: E402
+from pgcite.core import Pgcite  # noqa: E402
+from pgcite.evaluation import Report, evaluate, load_questions, parse_bar, run_answers, run_searches  # noqa: E402
+
+HALVES = ("tune", "sealed")
+# What the table shows, in order: the section in the top 3, among the fed ones, the answer holds
+# the fact, answerable questions answered, unanswerable ones refused.
+SHOWN = ("hit@1", "hit@3", "fed_gold", "answer_has_fact", "answered_answerable", "refused_unanswerable")
+
+
+def pooled(reports: list[Report], metric: str) -> tuple[float | None, int]:
+    """The mean over every question of every site (not the mean of the sites' means)."""
+    counted = [(r.metrics[metric].value, r.metrics[metric].count) for r in reports
+               if metric in r.metrics and r.metrics[metric].value is not None]
+    total = sum(n for _, n in counted)
+    return (sum(v * n for v, n in counted) / total if total else None), total
+
+
+def worst(reports: dict[str, Report], metric: str) -> tuple[float | None, str]:
+    values = [(r.metrics[metric].value, site) for site, r in reports.items()
+              if metric in r.metrics and r.metrics[metric].value is not None]
+    return min(values) if values else (None, "")
+
+
+def measure(app: Pgcite, questions_file: Path, source: str, sealed: bool) -> Report:
+    questions = load_questions(questions_file)
+    report = evaluate(questions, run_searches(questions, app, k=3, source=source),
+                      run_answers(questions, app, source=source))
+    return report.totals_only() if sealed else report
+
+
+def fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def table(results: dict[str, dict[str, Report]], halves: list[str]) -> str:
+    head = "| site | " + " | ".join(f"{m} {h}" for m in SHOWN for h in halves) + " |"
+    lines = [head, "|" + "---|" * (1 + len(SHOWN) * len(halves))]
+    sites = sorted({site for by_site in results.values() for site in by_site})
+    for site in sites:
+        cells = [fmt(results[h][site].metrics[m].value) if site in results[h] and m in results[h][site].metrics
+                 else "-" for m in SHOWN for h in halves]
+        lines.append(f"| {site} | " + " | ".join(cells) + " |")
+    lines.append("| **pooled** | " + " | ".join(fmt(pooled(list(results[h].values()), m)[0])
+                                               for m in SHOWN for h in halves) + " |")
+    lines.append("| **worst site** | " + " | ".join(
+        "{} {}".format(fmt(worst(results[h], m)[0]), worst(results[h], m)[1]) for m in SHOWN for h in halves) + " |")
+    counts = ", ".join(f"{h}: " + "; ".join(
+        f"{site} {r.metrics['answered_answerable'].count}+{r.metrics['refused_unanswerable'].count}"
+        for site, r in sorted(results[h].items())) for h in halves)
+    return "\n".join(lines) + f"\n\nquestions (answerable+unanswerable): {counts}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpora", default=str(HERE.parent.parent / "shared" / "corpora"))
+    parser.add_argument("--sites", help="comma-separated subset of sites.json")
+    parser.add_argument("--half", choices=(*HALVES, "both"), default="both")
+    parser.add_argument("--show-missed", action="store_true", help="list the tune half's missed questions")
+    parser.add_argument("--json", action="store_true", help="one JSON object: every site's metrics per half")
+    parser.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE")
+    parser.add_argument("--fail-under-worst", action="append", default=[], metavar="METRIC=VALUE")
+    args = parser.parse_args()
+    sites = json.loads((HERE / "heldout" / "sites.json").read_text())
+    if args.sites:
+        wanted = args.sites.split(",")
+        sites = [s for s in sites if s["name"] in wanted]
+    halves = list(HALVES) if args.half == "both" else [args.half]
+    corpora = Path(args.corpora)
+    results: dict[str, dict[str, Report]] = {h: {} for h in halves}
+    with Pgcite(load_settings()) as app:
+        for site in sites:
+            folder = corpora / site["corpus"]
+            if not folder.is_dir():
+                print(f"skipped {site['name']}: {folder} is absent", file=sys.stderr)
+                continue
+            report = app.ingest(str(folder), source=site["name"], **site.get("options", {}))
+            print(f"{site['name']}: {report.summary()}", file=sys.stderr)
+            for half in halves:
+                results[half][site["name"]] = measure(app, HERE / "heldout" / f"{site['name']}.{half}.jsonl",
+                                                      site["name"], sealed=half == "sealed")
+    if not any(results.values()):
+        print("no held-out site was measured: no corpus found in " + str(corpora))
+        return 0
+    if args.json:
+        print(json.dumps({h: {s: r.to_json() for s, r in by_site.items()} for h, by_site in results.items()}))
+    else:
+        print(table(results, halves))
+        if args.show_missed and "tune" in results:
+            for site, report in sorted(results["tune"].items()):
+                for name in SHOWN:
+                    if name in report.metrics and report.metrics[name].failing:
+                        print(f"tune {site} {name} missed: {', '.join(report.metrics[name].failing)}")
+    failures = []
+    for text in args.fail_under:
+        metric, bar = parse_bar(text)
+        for half in halves:
+            value, _ = pooled(list(results[half].values()), metric)
+            if value is not None and round(value, 4) < bar:
+                failures.append(f"{half} pooled {metric} = {value:.4f} is below the bar {bar:g}")
+    for text in args.fail_under_worst:
+        metric, bar = parse_bar(text)
+        for half in halves:
+            value, site = worst(results[half], metric)
+            if value is not None and round(value, 4) < bar:
+                failures.append(f"{half} {site} {metric} = {value:.4f} is below the bar {bar:g} for every site")
+    for line in failures:
+        print(f"fail: {line}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
