@@ -3,6 +3,7 @@
     .venv/bin/python eval/heldout.py                    # ingest what is missing, measure, print the table
     .venv/bin/python eval/heldout.py --half tune --sites fastapi,hugo --show-missed
     .venv/bin/python eval/heldout.py --fail-under refused_unanswerable=0.5 --fail-under-worst hit@3=0.5
+    .venv/bin/python eval/heldout.py --half tune --set pgcite.store.search_sql.PAGE_WEIGHT=0.3   # try a value
 
 Sites are listed in eval/heldout/sites.json and read from ../shared/corpora (or --corpora); a site
 whose corpus is absent is skipped with a message. Each is ingested as a new user would (the options
@@ -15,6 +16,7 @@ a change is being tuned, nobody reads which sealed question it wins or loses.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -82,9 +84,18 @@ def main() -> int:
     parser.add_argument("--half", choices=(*HALVES, "both"), default="both")
     parser.add_argument("--show-missed", action="store_true", help="list the tune half's missed questions")
     parser.add_argument("--json", action="store_true", help="one JSON object: every site's metrics per half")
+    parser.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
+                        help="try another value of a module constant (a number) for this run")
     parser.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE")
     parser.add_argument("--fail-under-worst", action="append", default=[], metavar="METRIC=VALUE")
     args = parser.parse_args()
+    for text in args.set:
+        name, _, value = text.partition("=")
+        module, _, constant = name.rpartition(".")
+        target = importlib.import_module(module)
+        if not hasattr(target, constant):
+            parser.error(f"{module} has no {constant}")
+        setattr(target, constant, type(getattr(target, constant))(value))
     sites = json.loads((HERE / "heldout" / "sites.json").read_text())
     if args.sites:
         wanted = args.sites.split(",")

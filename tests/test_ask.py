@@ -9,6 +9,7 @@ import pytest
 
 from pgcite.answer import ask
 from pgcite.config import Settings
+from pgcite.extractive import ExtractiveGenerator
 from pgcite.generation import ChatGenerator, GenerationError
 from pgcite.vocabulary import REFUSAL
 from pgcite.retrieval import names_in
@@ -171,17 +172,22 @@ def test_names_in_a_question_are_its_code_and_its_capitalised_or_versioned_words
     assert names_in("What does `spin_rate` do?") == ["spin_rate"]
 
 
-def test_a_question_naming_what_no_document_uses_is_refused_without_the_generator(
+def test_a_chat_model_reads_the_sections_when_the_question_names_what_no_document_uses(
         widget_store, embedder, fake: FakeOpenAI):
+    # Whether "Kubernetes" matters to the answer is the model's call: it gets the sections and the
+    # answer carries the note; only the offline generator, which cannot tell, is refused for it.
     for question, named in (("How do I run widgets on Kubernetes?", "'Kubernetes'"),
                             ("Do widgets honour an Idempotency-Key header?", "'Idempotency-Key'")):
+        fake.script(Reply(REFUSAL))
         answer = _ask(question, widget_store, embedder, ChatGenerator(fake.chat_settings()), max_distance=1.0)
-        assert answer.refused and answer.text == REFUSAL and answer.generator == "none"
-        assert answer.note == f"the question names {named}, which no document uses"
-        assert answer.dropped and {d.reason for d in answer.dropped} == {"closest match"}
-    assert fake.chat_requests == []
-    # a name the documents do use is no reason to refuse
-    fake.script(Reply("Set `spin_rate`; the default is 40 turns per second [1]."))
-    answer = _ask("What does `spin_rate` default to on Widgets?", widget_store, embedder,
-                  ChatGenerator(fake.chat_settings()))
-    assert not answer.refused and len(fake.chat_requests) == 1
+        assert answer.refused and answer.text == REFUSAL and answer.generator.startswith("chat:")
+        assert answer.sources and answer.note == f"the question names {named}, which no document uses"
+        offline = _ask(question, widget_store, embedder, ExtractiveGenerator(embedder), max_distance=1.0)
+        assert offline.refused and offline.generator == "none" and offline.note == answer.note
+        assert offline.dropped and {d.reason for d in offline.dropped} == {"closest match"}
+    assert len(fake.chat_requests) == 2
+    # a generic term the docs do not spell out, with the answer in them: the model answers
+    fake.script(Reply("Run `pip install widgets` on every node [1]."))
+    answer = _ask("How do I install widgets on Ubuntu?", widget_store, embedder, ChatGenerator(fake.chat_settings()))
+    assert not answer.refused and answer.citations == [1] and "Ubuntu" in answer.note
+    assert "Install command" in fake.last_chat["messages"][1]["content"]

@@ -257,24 +257,24 @@ def test_text_and_hybrid_scores_are_bm25_and_cosine_plus_weighted_bm25(settings:
         # The word-match bar lets a (distance 0.8, all the words) in, only within its own distance,
         # and c (0.5, half the weight) within 0.4 + 0.45 * 0.5 / 0.9 = 0.65.
         matched = store.search(question, "Gearbox speed?", 10, mode="hybrid", max_distance=0.4,
-                               word_match=WordMatch(0.9, 0.85))
+                               word_match=WordMatch(0.9, 0.45))
         assert sorted(h.path for h in matched) == ["a.md", "b.md", "c.md", "d.md"]
         # text mode: the same bar over the chunks with a question word (d has none)
         assert sorted(h.path for h in store.search(question, "Gearbox speed?", 10, mode="text", max_distance=0.4,
-                                                   word_match=WordMatch(0.9, 0.85))) == ["a.md", "b.md", "c.md"]
+                                                   word_match=WordMatch(0.9, 0.45))) == ["a.md", "b.md", "c.md"]
         too_far = store.search(question, "Gearbox speed?", 10, mode="hybrid", max_distance=0.4,
-                               word_match=WordMatch(0.9, 0.75))
+                               word_match=WordMatch(0.9, 0.35))
         assert sorted(h.path for h in too_far) == ["b.md", "c.md", "d.md"]
         # The allowance grows with the share held: a full share counts half of a 2.0 target, so a
         # may be 0.4 + (1.3 - 0.4) / 2 = 0.85 away (it is 0.8), not 0.4 + (1.1 - 0.4) / 2 = 0.75.
         for target_distance, paths in ((1.3, ["a.md", "b.md", "c.md", "d.md"]), (1.1, ["b.md", "c.md", "d.md"])):
             ramp = store.search(question, "Gearbox speed?", 10, mode="hybrid", max_distance=0.4,
-                                word_match=WordMatch(2.0, target_distance))
+                                word_match=WordMatch(2.0, target_distance - 0.4))
             assert sorted(h.path for h in ramp) == paths
         # A word in no chunk weighs ln(1 + 6.5 / 0.5) = ln 14: a now holds 2 ln 2 / (2 ln 2 + ln 14),
         # c ln 2 / (2 ln 2 + ln 14), too little for 0.5 away.
         unknown = store.search(question, "Gearbox speed zebra?", 10, mode="hybrid", max_distance=0.4,
-                               word_match=WordMatch(0.9, 0.85))
+                               word_match=WordMatch(0.9, 0.45))
         assert sorted(h.path for h in unknown) == ["b.md", "d.md"]
         [a] = [h for h in store.search(question, "Gearbox speed zebra?", 10, mode="text") if h.path == "a.md"]
         assert a.coverage == pytest.approx(2 * np.log(2) / (2 * np.log(2) + np.log(14)))

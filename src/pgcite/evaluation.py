@@ -301,6 +301,7 @@ class AnswerRecord:
     cited_texts: tuple[str, ...] = ()  # content of each cited source
     invalid_citations: tuple[int, ...] = ()
     fed: tuple[RankedSection, ...] = ()  # the sections the generator was given
+    note: str = ""  # why no generator was called, when it was not (answer.Answer.note)
 
 
 @dataclass(frozen=True)
@@ -430,7 +431,7 @@ def evaluate(
                 checks["fed_gold"] = any(_relevant(q, s) for s in a.fed)
             for name, ok in checks.items():
                 scores[name][q.id] = float(ok)
-            row["answer"] = {"text": a.text, "refused": a.refused, "citations": list(a.citations),
+            row["answer"] = {"text": a.text, "refused": a.refused, "note": a.note, "citations": list(a.citations),
                              "invalid_citations": list(a.invalid_citations), "checks": checks}
         rows.append(row)
     metrics: dict[str, Metric] = {}
@@ -537,7 +538,7 @@ def run_answers(
                                   (p.hit.content,)) for p in answer.sources)
         records[q.id] = AnswerRecord(answer.text, answer.refused, tuple(answer.citations),
                                      tuple(by_number[n] for n in answer.citations if n in by_number),
-                                     tuple(answer.checks.invalid_citations), fed)
+                                     tuple(answer.checks.invalid_citations), fed, answer.note)
     return records
 
 

@@ -489,6 +489,7 @@ class ExtractiveGenerator:
     """Answers with the passages' own best sentences, items, rows and code blocks, each cited."""
 
     name = "extractive"
+    judges_relevance = False  # it quotes; whether to refuse is decided from scores (answer.py, refuse())
 
     def __init__(
         self, embedder: Embedder, *, max_units: int = 5, min_score: float = DEFAULT_MIN_SCORE,

@@ -21,6 +21,9 @@ class GenerationError(PgciteError):
 
 class Generator(Protocol):
     name: str  # shown with every answer: "extractive" or "chat:MODEL"
+    # A model that reads the sections and decides itself whether they answer: it is fed the closest
+    # sections even when none passes the relevance bar (answer.py), and no name rule refuses for it.
+    judges_relevance: bool
 
     def stream(self, question: str, passages: Sequence[Passage], usage: Usage) -> Iterator[str]:
         """Yield the answer text in pieces. Cite passages as [n]; answer exactly REFUSAL when
@@ -194,6 +197,8 @@ def _server_message(exc: Exception) -> str:
 class ChatGenerator:
     """Any server speaking OpenAI's chat completions protocol (vLLM, Ollama, llama.cpp, a
     hosted API), streamed."""
+
+    judges_relevance = True
 
     def __init__(self, settings: Settings) -> None:
         from openai import OpenAI

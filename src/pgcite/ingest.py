@@ -22,6 +22,8 @@ from .chunking import Chunk, chunk_by_headings, chunk_fixed
 from .config import Settings
 from .embedding import Embedder, fingerprint
 from .errors import PgciteError, SourceError, first_line
+from . import calibration
+from .calibration import Calibration
 from .markdown import ParsedDocument
 from .safety import injection_flags, link_flags, own_sites
 from .sites import Page, Site, detect, join_url
@@ -55,6 +57,7 @@ class IngestReport:
     # The files the stored pages include, as paths from the source's root ("../src/app.py" for a
     # file beside an ingested folder): what else `--watch` watches.
     included: list[str] = field(default_factory=list)
+    calibration: Calibration | None = None  # the source's relevance bar, as measured (calibration.py)
 
     @property
     def files_read(self) -> int:
@@ -77,6 +80,13 @@ class IngestInterrupted(KeyboardInterrupt):
     def __init__(self, report: IngestReport) -> None:
         super().__init__("interrupted")
         self.report = report
+
+
+def cache_text(embedder: Embedder, text: str) -> str:
+    """What a chunk's cached vector is keyed by, beside the model: the text as the server gets it,
+    and the input type it is sent with (only when one is set, so older caches stay valid)."""
+    text = embedder.document_prefix + text
+    return f"\0input_type={embedder.document_input_type}\0{text}" if embedder.document_input_type else text
 
 
 def chunk_budget(settings: Settings, embedder: Embedder) -> int:
@@ -251,6 +261,7 @@ def ingest(
     report.seconds = time.perf_counter() - started
     if interrupted:
         raise IngestInterrupted(report)
+    report.calibration = calibration.refresh(store, embedder, source_name)
     sync_rows.record(store, source_name, trigger=trigger, seconds=report.seconds, report=report)
     return report
 
@@ -288,7 +299,7 @@ class _Writer:
             return
         self.finish()
         # The cache key is the exact text the model sees, prefix included.
-        hashes = {id(c): embed_hash(self.embedder.model, self.embedder.document_prefix + c.embed_text)
+        hashes = {id(c): embed_hash(self.embedder.model, cache_text(self.embedder, c.embed_text))
                   for p in pending for c in p.chunks}
         vectors = self.store.cached_embeddings(list(set(hashes.values())))
         missing: dict[bytes, str] = {}

@@ -29,9 +29,12 @@ def is_release_question(question: str) -> bool:
     return _RELEASE_QUESTION.search(question) is not None
 
 
-# Cosine distance a chunk must be within to count as relevant (score = 1 - distance >= 0.42).
-# Calibration: docs/answering.md.
+# Cosine distance a chunk must be within to count as relevant (score = 1 - distance >= 0.42) in a
+# source that has not been calibrated yet (calibration.py measures each source's own at ingest).
 DEFAULT_MAX_DISTANCE = 0.58
+# Further than this, nothing at all is close: the bundled model's median best score of an off-topic
+# question is about 0.2 (calibration.py measures each source's own).
+DEFAULT_FLOOR = 0.8
 # In text and hybrid modes a chunk may be further away the more of the question's word weight
 # (IDF) it holds: up to WORD_MATCH_SLACK beyond the bar, reached at WORD_MATCH_COVERAGE. A question
 # worded unlike its answer ("keep a drafts folder out of the index" for the section on --exclude)
@@ -84,17 +87,21 @@ def retrieve(
     embedder: Embedder,
     question: str,
     *,
-    max_distance: float = DEFAULT_MAX_DISTANCE,
+    max_distance: float | None = None,
     mode: str = DEFAULT_SEARCH_MODE,
     filters: SearchFilter = SearchFilter(exclude_flagged=True),
+    loose: bool = False,
 ) -> list[SearchHit]:
-    """Every chunk within the relevance bar (up to MAX_CANDIDATES), best first."""
-    if not 0 < max_distance <= 2:
+    """Every chunk within the relevance bar (up to MAX_CANDIDATES), best first. The bar is
+    `max_distance` when given, else each source's own, measured for its model (calibration.py);
+    `loose`: its floor instead, where nothing is closer than a typical off-topic question."""
+    if max_distance is not None and not 0 < max_distance <= 2:
         raise PgciteError(f"the threshold is a cosine distance between 0 and 2 (got {max_distance})")
     vector = _embed_question(store, embedder, question, filters)
-    word_match = WordMatch(WORD_MATCH_COVERAGE, max_distance + WORD_MATCH_SLACK)
     return store.search(vector, question, MAX_CANDIDATES, mode=mode, filters=filters,
-                        max_distance=max_distance, word_match=word_match,
+                        max_distance=max_distance, calibrated=True, bar_key="floor" if loose else "bar",
+                        default_bar=DEFAULT_FLOOR if loose else DEFAULT_MAX_DISTANCE,
+                        word_match=WordMatch(WORD_MATCH_COVERAGE, WORD_MATCH_SLACK),
                         demote_changelogs=not is_release_question(question))
 
 

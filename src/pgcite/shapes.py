@@ -67,7 +67,8 @@ def key(k: ApiKey) -> dict:
 
 
 def ingest_report(r: IngestReport) -> dict:
-    return dict(dataclasses.asdict(r), versions=list(r.versions), files_read=r.files_read, seconds=round(r.seconds, 3))
+    return dict(dataclasses.asdict(r), versions=list(r.versions), files_read=r.files_read, seconds=round(r.seconds, 3),
+                calibration=r.calibration.to_json() if r.calibration else None)
 
 
 def log_entry(e: LogEntry) -> dict:

@@ -22,7 +22,7 @@ from ..config import Settings
 from ..errors import ModelMismatchError, StoreError
 from ..vocabulary import SearchFilter, SearchHit
 from . import server
-from . import search_sql
+from . import calibration_sql, search_sql
 from .schema import MIGRATIONS
 
 READER_ROLE = "pgcite_reader"
@@ -75,6 +75,7 @@ class SourceInfo:
     sync_interval: int | None = None  # seconds between scheduled syncs; None: no schedule
     synced_at: str = ""
     last_sync: dict | None = None  # sync_rows.record: trigger, seconds, counts, what changed, error
+    calibration: dict | None = None  # calibration.Calibration.to_json: the bar measured for its model
 
 
 class StoredFile(NamedTuple):
@@ -438,11 +439,12 @@ class Store:
                       to_char(s.updated_at, 'YYYY-MM-DD HH24:MI:SS'), s.site, s.default_version,
                       ARRAY(SELECT DISTINCT d.version FROM documents d WHERE d.source = s.name ORDER BY 1),
                       s.options, extract(epoch FROM s.sync_interval)::int,
-                      coalesce(to_char(s.synced_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'), ''), s.last_sync
+                      coalesce(to_char(s.synced_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'), ''), s.last_sync,
+                      s.calibration
                FROM sources s ORDER BY s.name"""
         ).fetchall()
         return [SourceInfo(*row[:8], versions=tuple(row[8]), options=row[9], sync_interval=row[10],
-                           synced_at=row[11], last_sync=row[12]) for row in rows]
+                           synced_at=row[11], last_sync=row[12], calibration=row[13]) for row in rows]
 
     def has_chunks(self) -> bool:  # without counting a million rows
         return self.conn.execute("SELECT EXISTS (SELECT FROM chunks)").fetchone()[0]
@@ -501,6 +503,23 @@ class Store:
     def unknown_terms(self, terms: Sequence[str], filters: SearchFilter = SearchFilter()) -> list[str]:
         """The terms no chunk of the filter's source (or of the sources it allows) holds a word of."""
         return search_sql.unknown_terms(self.conn, terms, filters)
+
+    # --- calibration (calibration.py) ---------------------------------------------------------
+
+    def source_chunk_count(self, source: str) -> int:
+        return calibration_sql.chunk_count(self.conn, source)
+
+    def sample_headings(self, source: str, limit: int) -> list[tuple[str, str]]:
+        return calibration_sql.sample_headings(self.conn, source, limit)
+
+    def best_scores(self, vectors: np.ndarray, source: str) -> np.ndarray:
+        return calibration_sql.best_scores(self.conn, vectors, source)
+
+    def save_calibration(self, source: str, calibration: dict | None) -> None:
+        calibration_sql.save(self.conn, source, calibration)
+
+    def load_calibration(self, source: str) -> dict | None:
+        return calibration_sql.load(self.conn, source)
 
 def index_build_memory(rows: int, dimension: int) -> int:
     """Megabytes of maintenance_work_mem for building the HNSW index over `rows` vectors: the whole

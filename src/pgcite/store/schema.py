@@ -199,4 +199,8 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sources ADD COLUMN synced_at timestamptz;
     ALTER TABLE sources ADD COLUMN last_sync jsonb;
     """,
+    # 12: each source's relevance bar and vector weight, measured with its own model (calibration.py).
+    """
+    ALTER TABLE sources ADD COLUMN calibration jsonb;
+    """,
 ]

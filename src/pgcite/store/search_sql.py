@@ -23,6 +23,9 @@ CHUNK_WEIGHT, SECTION_WEIGHT = 0.5, 0.2
 # Release notes rank below guide pages for a question that is not about a release: their
 # rank score is multiplied by this (docs/retrieval.md, "Release notes").
 CHANGELOG_FACTOR = 0.8
+# Hybrid score: plus PAGE_WEIGHT * the cosine of the chunk's page (the mean of its chunks' vectors),
+# so a section of the page that is about the question as a whole ranks above a stray match elsewhere.
+PAGE_WEIGHT = 0.0
 # The full-text side looks up the question's rarest words, up to this many (word, chunk) pairs, so
 # its cost stops growing with the index; no result changed on the three question sets
 # (docs/retrieval.md, "Search time on a large index").
@@ -41,11 +44,25 @@ class WordMatch:
     """A second way past the relevance bar, in text and hybrid modes: the more of the question's
     word weight a chunk holds (each word weighted by its IDF in the chunk's source, a word the
     source never uses by the IDF of a word in no chunk), the further it may be. The allowed
-    distance grows in proportion from the bar, for no word, to `max_distance`, for a share of
-    `coverage` or more."""
+    distance grows in proportion from the bar, for no word, to the bar plus `slack`, for a share
+    of `coverage` or more. The slack is in the bundled model's units: a source whose model spreads
+    its cosines less gets it divided by its vector scale (calibration.py)."""
 
     coverage: float
-    max_distance: float
+    slack: float
+
+
+def prepare(conn: psycopg.Connection) -> None:
+    """Give the connection's session the search settings, once."""
+    if conn not in _SEARCH_READY:
+        # Custom plans: psycopg prepares the search after five runs, and PostgreSQL's generic plan
+        # then cannot see which source a filter names, so it walked the HNSW graph for a source
+        # of 1% of a million rows (0.25 s, k found for 57 of 126 questions) where the plan for
+        # that source reads its rows through the source index (0.011 s, always k).
+        conn.execute(f"SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = {int(EF_SEARCH)}; "
+                     "SET plan_cache_mode = force_custom_plan")
+        if conn.info.transaction_status == pq.TransactionStatus.IDLE:  # not undone by a rollback
+            _SEARCH_READY.add(conn)
 
 
 def search(
@@ -57,6 +74,9 @@ def search(
     mode: str = "vector",
     filters: SearchFilter = SearchFilter(),
     max_distance: float | None = None,
+    calibrated: bool = False,
+    bar_key: str = "bar",
+    default_bar: float = 0.58,
     word_match: WordMatch | None = None,
     candidates: int = 100,
     demote_changelogs: bool = False,
@@ -69,8 +89,10 @@ def search(
     SECTION_WEIGHT * its section's BM25, each BM25 relative to the question's best. The text
     side's candidates hold one of the question's rarest words (TEXT_POSTINGS); BM25 is exact
     for every candidate. BM25 statistics are those of the chunk's own source. Every hit carries
-    its cosine distance, and max_distance (the relevance bar) applies to it in every mode; with
-    `word_match`, a chunk that holds more of the question's words passes at a larger distance.
+    its cosine distance, and the relevance bar applies to it in every mode: max_distance when
+    given, else with `calibrated` each source's own (calibration.py: `bar_key` "bar", or "floor"
+    for where nothing is close; `default_bar` for a source never calibrated); with `word_match`, a chunk that holds more of the question's words passes
+    at a larger distance. Each source's cosine term is multiplied by its calibrated vector scale.
     Without a version filter, each source answers from its default version. With
     `demote_changelogs`, release notes' rank scores are multiplied by CHANGELOG_FACTOR.
 
@@ -83,22 +105,15 @@ def search(
         "source": filters.source, "prefix": filters.path_prefix, "version": filters.version,
         "exclude_flagged": filters.exclude_flagged,
         "allowed": list(filters.allowed_sources) if filters.allowed_sources is not None else None,
-        "max_distance": max_distance,
-        "min_coverage": word_match.coverage if word_match else None,
-        "coverage_max_distance": word_match.max_distance if word_match else None,
+        "max_distance": max_distance, "barred": max_distance is not None or calibrated, "default_bar": default_bar,
+        "bar_key": bar_key,
+        "min_coverage": word_match.coverage if word_match else 1.0,
+        "slack": word_match.slack if word_match else 0.0,
         "use_vector": mode in ("vector", "hybrid"), "use_text": mode in ("text", "hybrid"),
         "chunk_weight": CHUNK_WEIGHT, "section_weight": SECTION_WEIGHT, "k1": BM25_K1, "b": BM25_B,
-        "postings": TEXT_POSTINGS, "demote": demote_changelogs, "changelog_factor": CHANGELOG_FACTOR,
+        "postings": TEXT_POSTINGS, "page_weight": PAGE_WEIGHT, "demote": demote_changelogs, "changelog_factor": CHANGELOG_FACTOR,
     }
-    if conn not in _SEARCH_READY:
-        # Custom plans: psycopg prepares the search after five runs, and PostgreSQL's generic plan
-        # then cannot see which source a filter names, so it walked the HNSW graph for a source
-        # of 1% of a million rows (0.25 s, k found for 57 of 126 questions) where the plan for
-        # that source reads its rows through the source index (0.011 s, always k).
-        conn.execute(f"SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = {int(EF_SEARCH)}; "
-                     "SET plan_cache_mode = force_custom_plan")
-        if conn.info.transaction_status == pq.TransactionStatus.IDLE:  # not undone by a rollback
-            _SEARCH_READY.add(conn)
+    prepare(conn)
     rows = conn.execute(_SEARCH_SQL, params).fetchall()
     return [SearchHit(*row[:8], distance=float(row[8]), flags=tuple(row[9]), rank_score=float(row[10]),
                       coverage=float(row[11])) for row in rows]
@@ -220,23 +235,35 @@ candidates AS (
     WHERE in_vector OR (bm25 IS NOT NULL AND text_rank <= %(n)s)
     UNION ALL
     SELECT id, NULL, NULL, NULL FROM vector_side WHERE id NOT IN (SELECT id FROM chunk_scores)
+),
+-- Each candidate's page as a whole: the cosine of the mean of its chunks' vectors (a page prior).
+pages AS (
+    SELECT p.document_id, 1 - (avg(p.embedding) <=> %(q)s) AS page_score
+    FROM chunks p WHERE %(page_weight)s > 0 AND %(use_vector)s AND %(use_text)s
+      AND p.document_id IN (SELECT c.document_id FROM candidates k JOIN chunks c USING (id))
+    GROUP BY p.document_id
 )
 SELECT c.id, c.source, d.path, c.url, d.title, c.heading, c.breadcrumb, c.content, v.distance, c.flags,
        CASE WHEN %(use_vector)s AND %(use_text)s
-                 THEN 1 - v.distance + %(chunk_weight)s * coalesce(k.bm25 / nullif(best.chunk, 0), 0)
+                 THEN b.vector_scale * (1 - v.distance + %(page_weight)s * coalesce(pg.page_score, 0))
+                      + %(chunk_weight)s * coalesce(k.bm25 / nullif(best.chunk, 0), 0)
                                      + %(section_weight)s * coalesce(k.section_bm25 / nullif(best.section, 0), 0)
             WHEN %(use_vector)s THEN 1 - v.distance
             ELSE k.bm25 END
        * CASE WHEN %(demote)s AND d.kind = 'changelog' THEN %(changelog_factor)s ELSE 1 END AS rank_score,
        w.coverage
 FROM candidates k JOIN chunks c USING (id) JOIN documents d ON d.id = c.document_id
+LEFT JOIN pages pg ON pg.document_id = c.document_id
 LEFT JOIN question_weight qw ON qw.source = c.source
 CROSS JOIN (SELECT max(bm25) AS chunk, max(section_bm25) AS section FROM chunk_scores) best
 CROSS JOIN LATERAL (SELECT c.embedding <=> %(q)s AS distance) v
 CROSS JOIN LATERAL (SELECT coalesce(k.matched_weight / nullif(qw.weight, 0), 0) AS coverage) w
-WHERE %(max_distance)s::float8 IS NULL OR v.distance <= %(max_distance)s
-   OR v.distance <= %(max_distance)s + (%(coverage_max_distance)s::float8 - %(max_distance)s)
-                     * least(1, w.coverage / %(min_coverage)s::float8)
+-- The source's calibration (calibration.py): its bar, and how its model's cosines weigh.
+LEFT JOIN sources src ON src.name = c.source
+CROSS JOIN LATERAL (SELECT coalesce(%(max_distance)s::float8, (src.calibration->>%(bar_key)s)::float8, %(default_bar)s) AS bar,
+                           coalesce((src.calibration->>'vector_scale')::float8, 1) AS vector_scale) b
+WHERE NOT %(barred)s
+   OR v.distance <= b.bar + %(slack)s::float8 / b.vector_scale * least(1, w.coverage / %(min_coverage)s::float8)
 ORDER BY rank_score DESC, c.id
 LIMIT %(k)s
 """
