@@ -21,7 +21,8 @@ import numpy as np
 from .config import DEFAULT_SEARCH_MODE
 from .embedding import Embedder
 from .generation import Generator
-from .retrieval import retrieve, select_context, unknown_names
+from .calibration import vector_scale
+from .retrieval import names_asked_about, retrieve, select_context, unknown_names
 from .safety import foreign_links, offsite_links, own_sites
 from .store import Store
 from .vocabulary import REFUSAL, Delta, Dropped, Passage, SearchFilter, Sources, Usage
@@ -212,7 +213,9 @@ def ask_stream(
     note = ""
     if unknown := unknown_names(store, question, filters):
         note = f"the question names {', '.join(repr(n) for n in unknown)}, which no document uses"
-    if unknown and not judges:
+    # The offline generator cannot tell whether such a name matters: pgcite refuses for it when the
+    # question turns on the name, not when it is context.
+    if unknown and not judges and names_asked_about(embedder, question, unknown, vector_scale(store, hits[0].source)):
         closest = [Dropped(h, "closest match") for h in hits[:context]]
         yield Sources([], closest)
         yield Delta(REFUSAL)

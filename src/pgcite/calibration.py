@@ -143,3 +143,9 @@ def refresh(store: Store, embedder: Embedder, source: str) -> Calibration | None
     calibration = measure(store, embedder, source)
     store.save_calibration(source, calibration.to_json() if calibration else None)
     return calibration
+
+
+def vector_scale(store: Store, source: str) -> float:
+    """The source's vector scale, 1 where it has not been measured."""
+    calibration = Calibration.from_json(store.load_calibration(source))
+    return calibration.vector_scale if calibration else 1.0

@@ -136,6 +136,24 @@ def unknown_names(store: Store, question: str, filters: SearchFilter = SearchFil
     return [name for name in names if any(p in unknown for p in parts[name])]
 
 
+# A name the docs never use is what the question is about when leaving it out moves the question's
+# vector by at least this much (1 - cosine, times the source's vector scale, so in the bundled
+# model's units): "How do I deploy to Netlify?" turns on Netlify, "...on my phone over the LAN?" does
+# not turn on LAN. Chosen on the held-out tune halves (docs/answering.md, "Names the documents never use").
+NAME_SHIFT = 0.1
+
+
+def names_asked_about(embedder: Embedder, question: str, names: Sequence[str], vector_scale: float = 1.0) -> list[str]:
+    """Those of `names` that the question turns on: without one of them it asks something else.
+    A generic term the docs spell otherwise ("Ubuntu" where they say "Linux") is context."""
+    if not names:
+        return []
+    rests = [" ".join(re.sub(r"`?" + re.escape(name) + r"`?", " ", question).split()) for name in names]
+    vectors = embedder.embed_queries([question, *rests])
+    return [name for name, vector in zip(names, vectors[1:])
+            if (1.0 - float(vectors[0] @ vector)) * vector_scale >= NAME_SHIFT]
+
+
 @dataclass(frozen=True)
 class Context:
     passages: list[Passage]  # fed to the generator, numbered from 1

@@ -25,7 +25,7 @@ CHUNK_WEIGHT, SECTION_WEIGHT = 0.5, 0.2
 CHANGELOG_FACTOR = 0.8
 # Hybrid score: plus PAGE_WEIGHT * the cosine of the chunk's page (the mean of its chunks' vectors),
 # so a section of the page that is about the question as a whole ranks above a stray match elsewhere.
-PAGE_WEIGHT = 0.0
+PAGE_WEIGHT = 0.3
 # The full-text side looks up the question's rarest words, up to this many (word, chunk) pairs, so
 # its cost stops growing with the index; no result changed on the three question sets
 # (docs/retrieval.md, "Search time on a large index").
