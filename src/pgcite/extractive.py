@@ -41,6 +41,7 @@ W_COSINE = 0.6
 W_OVERLAP = 0.4
 W_HEADING = 0.08
 W_RANK = 0.16
+W_ACTION = 0.1  # for a how-question, a unit holding code (a command, setting, call) gains this
 MARGIN = 0.7  # units within this fraction of the best are candidates
 ECHO = 0.5  # a unit with less than this share of words the question lacks is docked for echoing it
 W_ECHO = 0.3
@@ -521,6 +522,7 @@ class ExtractiveGenerator:
             for w in words:
                 df[w] = df.get(w, 0) + 1
         q_words = _content_words(question)
+        how = asks_how(question)
         idf = {w: math.log((total + 1) / (df.get(w, 0) + 0.5)) for w in q_words}
         q_weight = sum(idf.values())
         found = set().union(*atom_words.values(), *(c.heading_words for c in candidates))
@@ -551,7 +553,7 @@ class ExtractiveGenerator:
             c.novelty = _novelty(c, q_words, atom_words)
             c.relevance = (W_COSINE * c.cosine + W_OVERLAP * c.overlap + W_HEADING * c.heading
                            - W_ECHO * max(0.0, ECHO - c.novelty))
-            c.score = c.relevance + W_RANK * rank
+            c.score = c.relevance + W_RANK * rank + (W_ACTION if how and _holds_action(c) else 0.0)
         candidates = [c for c in candidates if c.novelty >= MIN_NOVELTY]
         candidates.sort(key=lambda c: (-round(c.score, 6), c.order))
         return candidates, coverage
@@ -594,6 +596,10 @@ class ExtractiveGenerator:
                 used.update(id(a) for a in c.tail)
         # The passage of the best unit is written first, then the others as they were ranked;
         # within a passage, units keep the document's order.
+        # For a how-question the unit holding the action leads, with its passage.
+        if asks_how(question) and (action := next((c for c in chosen if _holds_action(c)), None)):
+            chosen.remove(action)
+            chosen.insert(0, action)
         first_choice: dict[int, int] = {}
         for n, c in enumerate(chosen):
             first_choice.setdefault(c.order[0], n)
@@ -610,6 +616,20 @@ class ExtractiveGenerator:
 
     def answer(self, question: str, passages: Sequence[Passage]) -> str:
         return "".join(self.stream(question, passages, Usage()))
+
+
+# A question asking how to do something, or which command, option or setting does it: its answer is
+# the unit holding the action, not the page's introduction of what the feature is for.
+_NAMED_THING = r"(?:command|option|setting|flag|parameter|argument|method|function|class|attribute|property|field|key|variable|config\w*)s?"
+_HOW = re.compile(rf"\bhow (?:do|does|can|could|should|would|to|is)\b|\b(?:which|what) {_NAMED_THING}\b", re.IGNORECASE)
+
+
+def asks_how(question: str) -> bool:
+    return _HOW.search(question) is not None
+
+
+def _holds_action(c: _Candidate) -> bool:
+    return any(a.kind == "code" or "`" in a.text for a in c.atoms)
 
 
 _IDENTIFIER = re.compile(r"\b[a-z]+(?:[A-Z][a-z0-9]+)+\b")
