@@ -236,10 +236,14 @@ def test_text_and_hybrid_scores_are_bm25_and_cosine_plus_weighted_bm25(settings:
         assert [h.id for h in text] == ["s:a.md#0", "s:b.md#0", "s:c.md#0", "s:e.md#0", "s:e.md#1"]  # ties by id
         assert [h.rank_score for h in text] == pytest.approx([chunk[h.id[2:].replace(".md", "")] for h in text])
 
-        # Hybrid: cosine + 0.5 * chunk BM25 / best + 0.2 * section BM25 / best. d shares no word
-        # with the question but is kept on cosine; e's chunks gain from their section's two words.
+        # Hybrid: cosine + 0.3 * the page's cosine (its chunks' mean vector) + 0.5 * chunk BM25 / best
+        # + 0.2 * section BM25 / best. d shares no word with the question but is kept on cosine; e's
+        # chunks gain from their section's two words.
         cosine = {f"{name}#{i}": c for name, chunks in fixture.items() for i, (_, _, c) in enumerate(chunks)}
-        hybrid = {key: cosine[key] + 0.5 * chunk.get(key, 0) / max(chunk.values())
+        mean = {name: np.mean([_unit(c) for _, _, c in chunks], axis=0) for name, chunks in fixture.items()}
+        page = {name: float(m @ question / np.linalg.norm(m)) for name, m in mean.items()}
+        assert page["e"] == pytest.approx(0.32, abs=1e-3) and page["b"] == pytest.approx(0.9)
+        hybrid = {key: cosine[key] + 0.3 * page[key[0]] + 0.5 * chunk.get(key, 0) / max(chunk.values())
                   + 0.2 * section.get(key[0], 0) / max(section.values()) for key in cosine}
         hits = store.search(question, "Gearbox speed?", 10, mode="hybrid")
         assert [h.id for h in hits] == [f"s:{key.replace('#', '.md#')}" for key in sorted(hybrid, key=hybrid.get, reverse=True)]
@@ -434,9 +438,12 @@ def test_a_chunk_without_the_question_words_gets_its_sections_score_and_stopword
         store.refresh_indexes()
         question = np.array([1.0, 0.0], dtype=np.float32)
         hits = {h.id: h for h in store.search(question, "gearbox", 10, mode="hybrid")}
-        # the section's BM25 is the best section's: + 0.2; the chunk's own is the best chunk's for #0 only
-        assert hits["s:a.md#1"].rank_score == pytest.approx(0.9 + 0.2, abs=5e-4)
-        assert hits["s:a.md#0"].rank_score == pytest.approx(0.2 + 0.5 + 0.2, abs=5e-4)
-        # A question of stopwords alone has no word side: hybrid search is the vector side.
+        # the section's BM25 is the best section's: + 0.2; the chunk's own is the best chunk's for #0 only;
+        # both share the page's cosine (their mean vector's), weighed 0.3
+        mean = _unit(0.2) + _unit(0.9)
+        page = 0.3 * float(mean[0] / np.linalg.norm(mean))
+        assert hits["s:a.md#1"].rank_score == pytest.approx(0.9 + page + 0.2, abs=5e-4)
+        assert hits["s:a.md#0"].rank_score == pytest.approx(0.2 + page + 0.5 + 0.2, abs=5e-4)
+        # A question of stopwords alone has no word side: hybrid search is the vector side (and the page).
         assert [(h.id, round(h.rank_score, 3)) for h in store.search(question, "the of and", 10, mode="hybrid")] == [
-            ("s:a.md#1", 0.9), ("s:a.md#0", 0.2)]
+            ("s:a.md#1", round(0.9 + page, 3)), ("s:a.md#0", round(0.2 + page, 3))]
