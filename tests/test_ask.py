@@ -191,3 +191,18 @@ def test_a_chat_model_reads_the_sections_when_the_question_names_what_no_documen
     answer = _ask("How do I install widgets on Ubuntu?", widget_store, embedder, ChatGenerator(fake.chat_settings()))
     assert not answer.refused and answer.citations == [1] and "Ubuntu" in answer.note
     assert "Install command" in fake.last_chat["messages"][1]["content"]
+
+
+def test_a_name_is_asked_about_when_the_question_turns_on_it(embedder):
+    from pgcite.retrieval import names_asked_about
+
+    # Leaving the name out changes what is asked: shifts 0.26 and 0.31 (1 - cosine).
+    assert names_asked_about(embedder, "How do I deploy my widgets to Netlify?", ["Netlify"]) == ["Netlify"]
+    assert names_asked_about(embedder, "Is there a Terraform provider for widgets?", ["Terraform"]) == ["Terraform"]
+    # The name is context: shifts 0.013 and 0.037.
+    ubuntu = "I installed widgets on Ubuntu and the spin rate resets after every restart. How do I keep it?"
+    assert names_asked_about(embedder, ubuntu, ["Ubuntu"]) == []
+    assert names_asked_about(embedder, "We are translating the widget guide into German. Where do the translated "
+                                       "files go?", ["German"]) == []
+    # A model whose cosines are compressed (a vector scale above 1) counts the same shift as more.
+    assert names_asked_about(embedder, ubuntu, ["Ubuntu"], vector_scale=10.0) == ["Ubuntu"]

@@ -390,3 +390,18 @@ def test_the_passage_of_the_best_unit_is_written_first(generator):
     assert best.passage == 2 and "Stop the embedded server" in best.text  # the answer is in [2], not [1]
     text = answer(generator, question, passages)
     assert CITATION.search(text).group(1) == "2", text
+
+
+def test_a_how_question_is_answered_with_the_action_first(generator):
+    # The page introduces the feature before it says what to write: the answer leads with the code.
+    feature = hit(1, "Response caching", (
+        "Caching responses lets repeated requests skip the work of building them again, which lowers "
+        "the load on busy servers and makes pages feel faster to readers.\n\n"
+        "To cache a route's responses for a minute, set the option on the route:\n\n"
+        "```python\n@app.get('/items', cache_seconds=60)\n```\n"))
+    text = generator.answer("How do I cache a route's responses for a minute?", [Passage(1, feature)])
+    assert text.startswith("To cache a route's responses for a minute, set the option on the route: [1]\n\n```python")
+    assert "cache_seconds=60" in text
+    # a question that does not ask how keeps the document's order
+    why = generator.answer("Why would caching responses help readers?", [Passage(1, feature)])
+    assert why.startswith("Caching responses lets repeated requests")
