@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -108,6 +109,10 @@ class FakeOpenAI:
     dimension: int = 8
     model: str = "fake-embed"
     chat_model: str = "fake-chat"
+    rerank_model: str = "fake-rerank"
+    # How /v1/rerank answers: "cohere" ({"results": [{"index", "relevance_score"}]}, as vLLM, Jina
+    # and Cohere do) or "tei" ([{"index", "score"}], text-embeddings-inference's).
+    rerank_shape: str = "cohere"
     # Status codes to answer before behaving, on any route (e.g. [503, 503] = two failures).
     fail_with: list[int] = field(default_factory=list)
     # Every request: {"path", "body", "auth"}, in arrival order (failed ones included).
@@ -182,6 +187,8 @@ class FakeOpenAI:
                     self._embeddings(body)
                 elif route == "/v1/chat/completions":
                     self._chat(body)
+                elif route == "/v1/rerank":
+                    self._rerank(body)
                 else:
                     self._error(404, "not found")
 
@@ -194,6 +201,21 @@ class FakeOpenAI:
                         for i, t in enumerate(fake.answered(inputs))]
                 self._send(200, {"object": "list", "data": data, "model": fake.model,
                                  "usage": {"prompt_tokens": 0, "total_tokens": 0}})
+
+            def _rerank(self, body: dict) -> None:
+                # A stand-in cross-encoder: the share of the query's words in each text.
+                if body.get("model") != fake.rerank_model:
+                    self._error(404, f"model {body.get('model')} not found")
+                    return
+                words = set(re.findall(r"\w+", body["query"].lower()))
+                texts = body["documents"] if fake.rerank_shape == "cohere" else body["texts"]
+                scores = [len(words & set(re.findall(r"\w+", t.lower()))) / max(len(words), 1) for t in texts]
+                ranked = sorted(range(len(texts)), key=lambda i: -scores[i])[: body.get("top_n") or len(texts)]
+                if fake.rerank_shape == "tei":
+                    self._send(200, [{"index": i, "score": scores[i]} for i in ranked])  # type: ignore[arg-type]
+                else:
+                    self._send(200, {"model": fake.rerank_model,
+                                     "results": [{"index": i, "relevance_score": scores[i]} for i in ranked]})
 
             def _chat(self, body: dict) -> None:
                 if body.get("model") != fake.chat_model:  # vLLM's wording

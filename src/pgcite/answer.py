@@ -23,6 +23,7 @@ from .embedding import Embedder
 from .generation import Generator
 from .calibration import vector_scale
 from .retrieval import names_asked_about, retrieve, select_context, unknown_names
+from .rerank import Reranker
 from .safety import foreign_links, offsite_links, own_sites
 from .store import Store
 from .vocabulary import REFUSAL, Delta, Dropped, Passage, SearchFilter, Sources, Usage
@@ -191,16 +192,18 @@ def ask_stream(
     mode: str = DEFAULT_SEARCH_MODE,
     filters: SearchFilter = SearchFilter(exclude_flagged=True),
     allowed_hosts: str = "",
+    reranker: Reranker | None = None,
 ) -> Iterator[AnswerEvent]:
     """Yield the Sources (before any text), the answer text as it is written (invalid citations
     already removed) as Deltas, then the checked Answer. `store` is used only before the Sources
     are yielded, so a caller may give its connection back then."""
-    hits = retrieve(store, embedder, question, max_distance=max_distance, mode=mode, filters=filters)
+    hits = retrieve(store, embedder, question, max_distance=max_distance, mode=mode, filters=filters,
+                    reranker=reranker)
     judges = getattr(generator, "judges_relevance", False)
     if not hits and judges and max_distance is None:
         # A chat model reads the closest sections and decides; pgcite refuses alone only when
         # nothing is closer than a typical off-topic question is (the source's floor).
-        hits = retrieve(store, embedder, question, mode=mode, filters=filters, loose=True)
+        hits = retrieve(store, embedder, question, mode=mode, filters=filters, loose=True, reranker=reranker)
     usage = Usage()
     if not hits:
         yield Sources([], [])

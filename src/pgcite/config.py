@@ -67,6 +67,13 @@ class Settings:
     chat_temperature: float = 0.0
     chat_timeout: float = 120.0
     chat_retries: int = 2
+    # A re-ranking server (vLLM, Jina, Cohere or text-embeddings-inference /rerank, rerank.py): the
+    # first stage's best `rerank_candidates` are scored again by it. Empty: no second server.
+    rerank_url: str = ""
+    rerank_model: str = ""
+    rerank_api_key: str = ""
+    rerank_candidates: int = 20
+    rerank_timeout: float = 30.0
     # Tokens of sources the chat model may be given (its context window less question and answer).
     chat_context_tokens: int = 3000
     # Qwen3-style reasoning models: send chat_template_kwargs {enable_thinking: false}.

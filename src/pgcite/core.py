@@ -25,6 +25,7 @@ from .config import Settings
 from .embedding import Embedder, fingerprint, make_embedder
 from .errors import PgciteError, SourceError, StoreError, first_line
 from .generation import ChatGenerator, GenerationError, Generator
+from .rerank import Reranker
 from .retrieval import search
 from .store import SourceInfo, Store
 from .store import keys as key_store
@@ -116,6 +117,7 @@ class Pgcite:
         self._pool: ConnectionPool | None = None
         self._embedder: Embedder | None = _Serialised(embedder) if embedder is not None else None
         self._generator = generator
+        self._reranker: Reranker | None = None
         self._warm = False
         self._identity_checked = False
         self._lock = threading.Lock()
@@ -154,6 +156,14 @@ class Pgcite:
         self.embedder.embed_query("warm up")
         self.generator
         self._warm = True
+
+    @property
+    def reranker(self) -> Reranker | None:
+        """The re-ranking server's client, when one is configured."""
+        with self._lock:
+            if self._reranker is None and self.settings.rerank_url:
+                self._reranker = Reranker(self.settings)
+            return self._reranker
 
     @property
     def generator(self) -> Generator:
@@ -195,7 +205,8 @@ class Pgcite:
         embedder = self.embedder
         with self.reader() as store:
             self._check_identity(store, embedder)
-            return search(store, embedder, question, k=k, mode=mode or self.settings.search_mode, filters=filters)
+            return search(store, embedder, question, k=k, mode=mode or self.settings.search_mode, filters=filters,
+                          reranker=self.reranker)
 
     def ask_stream(self, question: str, *, threshold: float | None = None, context: int = 5,
                    mode: str | None = None, filters: SearchFilter = SearchFilter(exclude_flagged=True),
@@ -210,7 +221,7 @@ class Pgcite:
                 question, store=store, embedder=embedder, generator=generator,
                 max_distance=threshold, context=context,
                 token_budget=self.settings.chat_context_tokens, mode=mode or self.settings.search_mode,
-                filters=filters, allowed_hosts=self.settings.allowed_hosts)
+                filters=filters, allowed_hosts=self.settings.allowed_hosts, reranker=self.reranker)
             sources = next(events)
         # The database is done with once the sources are known: a slow chat model holds no connection.
         yield sources

@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 from .config import DEFAULT_SEARCH_MODE
 from .embedding import Embedder
 from .errors import PgciteError
+from .rerank import Reranker
 from .store import Store, WordMatch
 from .vocabulary import Dropped, Passage, SearchFilter, SearchHit
 
@@ -74,12 +75,16 @@ def search(
     k: int = 5,
     mode: str = DEFAULT_SEARCH_MODE,
     filters: SearchFilter = SearchFilter(),
+    reranker: Reranker | None = None,
 ) -> list[SearchHit]:
-    """The k best chunks, best first (what `pgcite search` shows)."""
+    """The k best chunks, best first (what `pgcite search` shows); with a reranker, the k best of
+    its order of the first stage's best candidates."""
     if not 1 <= k <= MAX_K:
         raise PgciteError(f"k is from 1 to {MAX_K} (got {k})")
-    return store.search(_embed_question(store, embedder, query, filters), query, k, mode=mode, filters=filters,
+    hits = store.search(_embed_question(store, embedder, query, filters), query,
+                        max(k, reranker.candidates) if reranker else k, mode=mode, filters=filters,
                         demote_changelogs=not is_release_question(query))
+    return reranker.rerank(query, hits)[:k] if reranker else hits
 
 
 def retrieve(
@@ -91,6 +96,7 @@ def retrieve(
     mode: str = DEFAULT_SEARCH_MODE,
     filters: SearchFilter = SearchFilter(exclude_flagged=True),
     loose: bool = False,
+    reranker: Reranker | None = None,
 ) -> list[SearchHit]:
     """Every chunk within the relevance bar (up to MAX_CANDIDATES), best first. The bar is
     `max_distance` when given, else each source's own, measured for its model (calibration.py);
@@ -98,11 +104,12 @@ def retrieve(
     if max_distance is not None and not 0 < max_distance <= 2:
         raise PgciteError(f"the threshold is a cosine distance between 0 and 2 (got {max_distance})")
     vector = _embed_question(store, embedder, question, filters)
-    return store.search(vector, question, MAX_CANDIDATES, mode=mode, filters=filters,
+    hits = store.search(vector, question, MAX_CANDIDATES, mode=mode, filters=filters,
                         max_distance=max_distance, calibrated=True, bar_key="floor" if loose else "bar",
                         default_bar=DEFAULT_FLOOR if loose else DEFAULT_MAX_DISTANCE,
                         word_match=WordMatch(WORD_MATCH_COVERAGE, WORD_MATCH_SLACK),
                         demote_changelogs=not is_release_question(question))
+    return reranker.rerank(question, hits) if reranker else hits
 
 
 # A name in a question: inline code, or a word after the first of its sentence that is capitalised
