@@ -211,7 +211,7 @@ def ask_stream(
         yield Answer(question, REFUSAL, True, "none", [], [], [], Checks(), usage,
                      note="no section is within the relevance bar" + (
                          f" (cosine distance <= {max_distance})" if max_distance is not None else
-                         " measured for its source and model (`pgcite sources` shows it; --threshold overrides it)"))
+                         " measured for this source and model; `pgcite sources` shows it and --threshold overrides it"))
         return
     note = ""
     if unknown := unknown_names(store, question, filters):
