@@ -1,7 +1,7 @@
 """Each source's relevance bar and vector weight, measured with the model that embedded it.
 
 A cosine score means nothing alone: the bundled model scores an unrelated passage about 0.2, an
-e5-family model about 0.75. So when a source is ingested (and again when its model changes or its
+e5-family model about 0.83. So when a source is ingested (and again when its model changes or its
 chunk count moves by a quarter), pgcite asks it two kinds of questions with its own model:
 - off-topic ones, shipped with pgcite (data/offtopic.txt: cooking, law, sport... never software),
   whose best scores show what "unrelated" scores against this source;
@@ -30,9 +30,9 @@ HEADING_QUESTIONS = 200
 # The bar lies above this share of the off-topic questions' best scores.
 OFFTOPIC_QUANTILE = 0.99
 # The bundled model's gap between the medians of answered and off-topic best scores, on the six
-# held-out sites (docs/answering.md, "A bar for each source"): the cosine term of the hybrid score
-# is multiplied by REFERENCE_GAP / gap, so the bundled model ranks as before and another model's
-# cosines weigh as much.
+# held-out sites (docs/answering.md, "A bar for each source and model"): the cosine term of the
+# hybrid score is multiplied by REFERENCE_GAP / gap, so the bundled model ranks as before and
+# another model's cosines weigh as much.
 REFERENCE_GAP = 0.45
 # Measured again when the chunk count has grown or shrunk by this share since.
 REMEASURE_CHANGE = 0.25

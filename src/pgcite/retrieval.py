@@ -146,7 +146,7 @@ def unknown_names(store: Store, question: str, filters: SearchFilter = SearchFil
 # A name the docs never use is what the question is about when leaving it out moves the question's
 # vector by at least this much (1 - cosine, times the source's vector scale, so in the bundled
 # model's units): "How do I deploy to Netlify?" turns on Netlify, "...on my phone over the LAN?" does
-# not turn on LAN. Chosen on the held-out tune halves (docs/answering.md, "Names the documents never use").
+# not turn on LAN. Chosen on the held-out tune halves (docs/answering.md, "Held-out sites").
 NAME_SHIFT = 0.08
 
 
