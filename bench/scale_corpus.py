@@ -187,6 +187,9 @@ def grow(store: Store, chunks: int, seed: int = 0) -> float:
                                 [title, heading] if heading else [title], breadcrumb, content, tokens,
                                 hashlib.sha256(content.encode()).digest(),
                                 "[" + ",".join(f"{x:.6f}" for x in vector) + "]"))
+    # The page prior's vectors, as Store.replace_document keeps them (COPY bypasses it).
+    conn.execute("UPDATE documents d SET page_embedding = p.mean FROM (SELECT document_id, avg(embedding) AS mean "
+                 "FROM chunks WHERE source = %s GROUP BY document_id) p WHERE p.document_id = d.id", (SOURCE,))
     store.refresh_indexes()
     store.refresh_statistics()  # written with COPY here, not through the Store's writes that flag them stale
     conn.execute("VACUUM ANALYZE chunks")  # the rows of a larger size removed before are dead

@@ -413,6 +413,9 @@ class Store:
                     )
             self.conn.execute("UPDATE chunks SET in_default_version = false WHERE document_id = %s AND version <> "
                               "(SELECT default_version FROM sources WHERE name = %s)", (doc_id, source))
+            # The page prior's vector (search_sql.PAGE_WEIGHT), kept so a search reads one row a page.
+            self.conn.execute("UPDATE documents SET page_embedding = (SELECT avg(embedding) FROM chunks "
+                              "WHERE document_id = %s) WHERE id = %s", (doc_id, doc_id))
 
     def delete_documents(self, source: str, paths: Sequence[str]) -> int:
         if not paths:

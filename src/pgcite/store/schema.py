@@ -203,4 +203,12 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE sources ADD COLUMN calibration jsonb;
     """,
+    # 13: each page's mean chunk vector, for the page prior (search_sql.PAGE_WEIGHT): averaging a
+    # page's chunks at every search cost 18 ms of 68 at 14,000 chunks.
+    """
+    ALTER TABLE documents ADD COLUMN page_embedding halfvec;
+    UPDATE documents d SET page_embedding = p.mean
+    FROM (SELECT document_id, avg(embedding) AS mean FROM chunks GROUP BY document_id) p
+    WHERE p.document_id = d.id;
+    """,
 ]

@@ -236,12 +236,12 @@ candidates AS (
     UNION ALL
     SELECT id, NULL, NULL, NULL FROM vector_side WHERE id NOT IN (SELECT id FROM chunk_scores)
 ),
--- Each candidate's page as a whole: the cosine of the mean of its chunks' vectors (a page prior).
+-- Each candidate's page as a whole: the cosine of the mean of its chunks' vectors (a page prior),
+-- kept with the document at ingest.
 pages AS (
-    SELECT p.document_id, 1 - (avg(p.embedding) <=> %(q)s) AS page_score
-    FROM chunks p WHERE %(page_weight)s > 0 AND %(use_vector)s AND %(use_text)s
-      AND p.document_id IN (SELECT c.document_id FROM candidates k JOIN chunks c USING (id))
-    GROUP BY p.document_id
+    SELECT d.id AS document_id, 1 - (d.page_embedding <=> %(q)s) AS page_score
+    FROM documents d WHERE %(page_weight)s > 0 AND %(use_vector)s AND %(use_text)s
+      AND d.id IN (SELECT c.document_id FROM candidates k JOIN chunks c USING (id))
 )
 SELECT c.id, c.source, d.path, c.url, d.title, c.heading, c.breadcrumb, c.content, v.distance, c.flags,
        CASE WHEN %(use_vector)s AND %(use_text)s
