@@ -207,8 +207,15 @@ MIGRATIONS: list[str] = [
     # page's chunks at every search cost 18 ms of 68 at 14,000 chunks.
     """
     ALTER TABLE documents ADD COLUMN page_embedding halfvec;
-    UPDATE documents d SET page_embedding = p.mean
-    FROM (SELECT document_id, avg(embedding) AS mean FROM chunks GROUP BY document_id) p
-    WHERE p.document_id = d.id;
+    DO $$
+    BEGIN
+        -- the embedding column comes with the first model bound (Store.bind_model)
+        IF EXISTS (SELECT FROM information_schema.columns
+                   WHERE table_schema = current_schema() AND table_name = 'chunks' AND column_name = 'embedding') THEN
+            UPDATE documents d SET page_embedding = p.mean
+            FROM (SELECT document_id, avg(embedding) AS mean FROM chunks GROUP BY document_id) p
+            WHERE p.document_id = d.id;
+        END IF;
+    END $$;
     """,
 ]
