@@ -98,15 +98,11 @@ def _offtopic_vectors(embedder: Embedder) -> np.ndarray:
         "model", "url", "query_prefix", "query_input_type"))
     cached = _OFFTOPIC_VECTORS.get(key)
     if cached is not None:
-        probe = embed_queries(embedder, questions[:1])[0]
+        probe = embedder.embed_queries(list(questions[:1]))[0]
         if probe.shape == cached[0].shape and float(probe @ cached[0]) > 0.999:
             return cached
-    _OFFTOPIC_VECTORS[key] = embed_queries(embedder, questions)
+    _OFFTOPIC_VECTORS[key] = embedder.embed_queries(list(questions))
     return _OFFTOPIC_VECTORS[key]
-
-
-def embed_queries(embedder: Embedder, texts: tuple[str, ...] | list[str]) -> np.ndarray:
-    return embedder.embed_queries(list(texts))
 
 
 def heading_question(title: str, heading: str) -> str:
@@ -123,7 +119,7 @@ def measure(store: Store, embedder: Embedder, source: str) -> Calibration | None
     headings = store.sample_headings(source, HEADING_QUESTIONS)
     questions = [heading_question(title, heading) for title, heading in headings]
     offtopic = store.best_scores(_offtopic_vectors(embedder), source)
-    answered = store.best_scores(embed_queries(embedder, questions), source) if questions else offtopic
+    answered = store.best_scores(embedder.embed_queries(questions), source) if questions else offtopic
     return Calibration(
         model=embedder.model, chunks=chunks,
         offtopic_median=round(float(np.median(offtopic)), 4),
