@@ -10,6 +10,7 @@ import pytest
 
 from pgcite.config import Settings
 from pgcite.core import Pgcite
+from pgcite.generation import GenerationError
 from pgcite.rerank import RerankError
 from pgcite.vocabulary import SearchFilter
 from tests.fake_openai import FakeOpenAI, closed_port
@@ -71,3 +72,46 @@ def test_without_a_server_nothing_changes(app):
         assert core.reranker is None
         hits = core.search("felt pads hum quietly", k=3, filters=SearchFilter(source="w"))
     assert hits == sorted(hits, key=lambda h: -h.rank_score)
+
+
+def test_the_chat_model_chooses_among_the_candidates(app):
+    settings, embedder = app
+    with Pgcite(settings, embedder=embedder) as core:
+        first = [h.path for h in core.search(QUESTION, k=3, filters=SearchFilter(source="w"))]
+    hum = first.index("noise.md") + 1  # the fake chat model will name the hum section only
+    with FakeOpenAI() as server:
+        chat = dataclasses.replace(settings, chat_url=server.url, chat_model=server.chat_model,
+                                   rerank_with_chat=True, rerank_candidates=3)
+        server.script(f"[{hum}]", "Widgets hum [1].")
+        with Pgcite(chat, embedder=embedder) as core:
+            answer = core.ask(QUESTION, threshold=1.0)
+        choice, fed = [r["body"] for r in server.requests]
+    assert not choice.get("stream") and fed.get("stream")
+    shown = choice["messages"][1]["content"]
+    assert shown.count("<source id=") == 3 and shown.rstrip().endswith(f"Question: {QUESTION}")
+    assert [p.hit.path for p in answer.sources][0] == "noise.md"
+    assert '<source id="1">\nA spinning widget hums' in fed["messages"][1]["content"]
+    # The others follow in the first stage's order.
+    assert [p.hit.path for p in answer.sources][1:] == [p for p in first if p != "noise.md"][: len(answer.sources) - 1]
+
+
+def test_a_choice_naming_nothing_keeps_the_first_order(app):
+    settings, embedder = app
+    with Pgcite(settings, embedder=embedder) as core:
+        first = [h.path for h in core.search(QUESTION, k=3, filters=SearchFilter(source="w"))]
+    with FakeOpenAI() as server:
+        chat = dataclasses.replace(settings, chat_url=server.url, chat_model=server.chat_model,
+                                   rerank_with_chat=True, rerank_candidates=3)
+        server.script("None of them, sorry: [7, 0]", "Not in the documents.")
+        with Pgcite(chat, embedder=embedder) as core:
+            answer = core.ask(QUESTION, threshold=1.0)
+    assert [p.hit.path for p in answer.sources] == first[: len(answer.sources)]
+
+
+def test_choosing_needs_a_chat_model(app):
+    settings, embedder = app
+    alone = dataclasses.replace(settings, rerank_with_chat=True)
+    with Pgcite(alone, embedder=embedder) as core:
+        with pytest.raises(GenerationError, match="needs a chat model") as info:
+            core.ask(QUESTION, threshold=1.0)
+    assert "\n" not in str(info.value)

@@ -74,6 +74,9 @@ class Settings:
     rerank_api_key: str = ""
     rerank_candidates: int = 20
     rerank_timeout: float = 30.0
+    # With a chat model and no re-ranking server: the chat model names which of the first stage's
+    # best `rerank_candidates` answer, before they are fed (one more chat request per question).
+    rerank_with_chat: bool = False
     # Tokens of sources the chat model may be given (its context window less question and answer).
     chat_context_tokens: int = 3000
     # Qwen3-style reasoning models: send chat_template_kwargs {enable_thinking: false}.

@@ -25,7 +25,7 @@ from .config import Settings
 from .embedding import Embedder, fingerprint, make_embedder
 from .errors import PgciteError, SourceError, StoreError, first_line
 from .generation import ChatGenerator, GenerationError, Generator
-from .rerank import Reranker
+from .rerank import ChatChooser, RerankServer, Reranker
 from .retrieval import search
 from .store import SourceInfo, Store
 from .store import keys as key_store
@@ -159,10 +159,17 @@ class Pgcite:
 
     @property
     def reranker(self) -> Reranker | None:
-        """The re-ranking server's client, when one is configured."""
+        """The second ranking stage, when one is configured: a re-ranking server, or the chat model."""
+        settings = self.settings
+        if settings.rerank_with_chat and not settings.rerank_url and self._reranker is None:
+            generator = self.generator
+            if not isinstance(generator, ChatGenerator):
+                raise GenerationError("PGCITE_RERANK_WITH_CHAT needs a chat model; set PGCITE_CHAT_URL and PGCITE_CHAT_MODEL")
+            with self._lock:
+                self._reranker = self._reranker or ChatChooser(generator.choose, settings.rerank_candidates)
         with self._lock:
-            if self._reranker is None and self.settings.rerank_url:
-                self._reranker = Reranker(self.settings)
+            if self._reranker is None and settings.rerank_url:
+                self._reranker = RerankServer(settings)
             return self._reranker
 
     @property

@@ -1,5 +1,6 @@
-"""An optional second ranking stage: a re-ranking server (a cross-encoder) that reads the question
-with each of the first stage's best candidates and scores them again.
+"""Optional second ranking stages over the first stage's best candidates: a re-ranking server
+(a cross-encoder) that reads the question with each candidate and scores it again, or, with a
+chat model configured and `rerank_with_chat`, the chat model naming the candidates that answer.
 
 It speaks the `/rerank` protocol that vLLM, Jina and Cohere serve (`{"model", "query",
 "documents", "top_n"}` answered by `{"results": [{"index", "relevance_score"}]}`); a
@@ -13,7 +14,7 @@ import json
 import socket
 import urllib.error
 import urllib.request
-from typing import Sequence
+from typing import Callable, Protocol, Sequence
 
 from .config import Settings
 from .errors import PgciteError
@@ -26,7 +27,15 @@ class RerankError(PgciteError):
     kind = "unavailable"
 
 
-class Reranker:
+class Reranker(Protocol):
+    candidates: int  # how many of the first stage's best it reads
+
+    def rerank(self, query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
+        """The hits in the second stage's order."""
+        ...
+
+
+class RerankServer:
     def __init__(self, settings: Settings) -> None:
         self.url = settings.rerank_url.rstrip("/")
         self.model = settings.rerank_model
@@ -77,3 +86,25 @@ class Reranker:
         scores = self.scores(query, [f"{h.breadcrumb}\n{h.content}" if h.breadcrumb else h.content for h in head])
         order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
         return [dataclasses.replace(head[i], rank_score=scores[i]) for i in order] + tail
+
+
+# Given the question and the candidates, the positions of those that answer it, best first.
+Choose = Callable[[str, Sequence[SearchHit]], list[int]]
+
+
+class ChatChooser:
+    """The chat model reads the candidates' openings and names those that answer the question,
+    best first (generation.ChatGenerator.choose); they lead, the others follow in the first
+    stage's order. It only orders: whether to refuse is still the answer's to say."""
+
+    def __init__(self, choose: Choose, candidates: int) -> None:
+        self.choose = choose
+        self.candidates = candidates
+
+    def rerank(self, query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
+        head, tail = list(hits[: self.candidates]), list(hits[self.candidates :])
+        if len(head) < 2:
+            return list(hits)
+        chosen = list(dict.fromkeys(i for i in self.choose(query, head) if 0 <= i < len(head)))
+        order = chosen + [i for i in range(len(head)) if i not in chosen]
+        return [head[i] for i in order] + tail
