@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
 from .config import DEFAULT_SEARCH_MODE
 from .embedding import Embedder
 from .generation import Generator
-from .calibration import vector_scale
+from . import calibration
 from .retrieval import names_asked_about, retrieve, select_context, unknown_names
 from .rerank import Reranker
 from .safety import foreign_links, offsite_links, own_sites
@@ -136,7 +136,7 @@ def _is_claim(sentence: str) -> bool:
 
 
 def check_answer(text: str, passages: Sequence[Passage], embedder: Embedder, invalid: list[int],
-                 allowed_hosts: str = "") -> Checks:
+                 allowed_hosts: str = "", rescale: Callable[[float], float] = calibration.same_scale) -> Checks:
     checks = Checks(invalid_citations=list(invalid))
     by_number = {p.number: p for p in passages}
     semantic_queue: list[tuple[str, tuple[int, ...], float]] = []
@@ -163,7 +163,7 @@ def check_answer(text: str, passages: Sequence[Passage], embedder: Embedder, inv
         claim_vectors, sentence_vectors = vectors[: len(claims)], vectors[len(claims):]
         for (sentence, cited, lexical), claim_vector in zip(semantic_queue, claim_vectors):
             rows = [i for i, (n, _) in enumerate(flat) if n in cited]
-            semantic = float(np.max(sentence_vectors[rows] @ claim_vector)) if rows else 0.0
+            semantic = rescale(float(np.max(sentence_vectors[rows] @ claim_vector))) if rows else 0.0
             if semantic < SEMANTIC_SUPPORT:
                 checks.unsupported.append(Unsupported(_CITATION.sub("", sentence).strip(), cited,
                                                       round(max(lexical, semantic), 3)))
@@ -213,12 +213,17 @@ def ask_stream(
                          f" (cosine distance <= {max_distance})" if max_distance is not None else
                          " measured for this source and model; `pgcite sources` shows it and --threshold overrides it"))
         return
+    # Rules that read raw cosines read them on the bundled model's scale, whatever the model.
+    measured = calibration.load(store, hits[0].source)
+    rescale = measured.rescale if measured else calibration.same_scale
+    if adapt := getattr(generator, "calibrated", None):
+        generator = adapt(rescale)
     note = ""
     if unknown := unknown_names(store, question, filters):
         note = f"the question names {', '.join(repr(n) for n in unknown)}, which no document uses"
     # The offline generator cannot tell whether such a name matters: pgcite refuses for it when the
     # question turns on the name, not when it is context.
-    if unknown and not judges and names_asked_about(embedder, question, unknown, vector_scale(store, hits[0].source)):
+    if unknown and not judges and names_asked_about(embedder, question, unknown, measured.vector_scale if measured else 1.0):
         closest = [Dropped(h, "closest match") for h in hits[:context]]
         yield Sources([], closest)
         yield Delta(REFUSAL)
@@ -238,7 +243,7 @@ def ask_stream(
     text = "".join(pieces).strip()
     refused = is_refusal(text)
     checks = Checks(invalid_citations=citations.invalid) if refused else check_answer(
-        text, selected.passages, embedder, citations.invalid, allowed_hosts)
+        text, selected.passages, embedder, citations.invalid, allowed_hosts, rescale)
     used = sorted({int(n) for m in _CITATION.finditer(text) for n in re.split(r"\s*,\s*", m.group(1))})
     yield Answer(question, text, refused, generator.name, [] if refused else used, selected.passages,
                  selected.dropped, checks, usage, note=note)

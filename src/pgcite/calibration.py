@@ -34,6 +34,10 @@ OFFTOPIC_QUANTILE = 0.99
 # hybrid score is multiplied by REFERENCE_GAP / gap, so the bundled model ranks as before and
 # another model's cosines weigh as much.
 REFERENCE_GAP = 0.45
+# ... and its off-topic median (0.16 to 0.24 on those sites): with these two, another model's
+# cosines are put on the bundled model's scale (Calibration.rescale) where a rule reads raw
+# cosines (the offline generator's units, the answer's support check).
+REFERENCE_OFFTOPIC = 0.2
 # Measured again when the chunk count has grown or shrunk by this share since.
 REMEASURE_CHANGE = 0.25
 
@@ -66,6 +70,10 @@ class Calibration:
     @property
     def vector_scale(self) -> float:
         return round(REFERENCE_GAP / self.gap, 4)
+
+    def rescale(self, cosine: float) -> float:
+        """A cosine of this model against this source, on the bundled model's scale."""
+        return REFERENCE_OFFTOPIC + (cosine - self.offtopic_median) * self.vector_scale
 
     def to_json(self) -> dict:
         return {**asdict(self), "bar": self.bar, "floor": self.floor, "vector_scale": self.vector_scale}
@@ -141,7 +149,10 @@ def refresh(store: Store, embedder: Embedder, source: str) -> Calibration | None
     return calibration
 
 
-def vector_scale(store: Store, source: str) -> float:
-    """The source's vector scale, 1 where it has not been measured."""
-    calibration = Calibration.from_json(store.load_calibration(source))
-    return calibration.vector_scale if calibration else 1.0
+def load(store: Store, source: str) -> Calibration | None:
+    return Calibration.from_json(store.load_calibration(source))
+
+
+def same_scale(cosine: float) -> float:
+    """The rescale of a source never measured: its cosines are taken as they are."""
+    return cosine

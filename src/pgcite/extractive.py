@@ -20,10 +20,11 @@ How the numbers were chosen, and what they measure on every question set: docs/a
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 from markdown_it import MarkdownIt
@@ -499,9 +500,17 @@ class ExtractiveGenerator:
         if max_units < 1:
             raise ValueError("max_units must be at least 1")
         self.embedder = embedder
+        self.rescale: Callable[[float], float] = lambda cosine: cosine
         self.max_units = max_units
         self.min_score = min_score
         self.min_coverage = min_coverage
+
+    def calibrated(self, rescale: Callable[[float], float]) -> "ExtractiveGenerator":
+        """A copy that reads its model's cosines on the bundled model's scale (calibration.py):
+        the weights and bars below were set on the bundled model's cosines."""
+        twin = copy.copy(self)
+        twin.rescale = rescale
+        return twin
 
     # scoring ------------------------------------------------------------------------------
 
@@ -543,7 +552,7 @@ class ExtractiveGenerator:
                 weights = np.array([len(_for_embedding(a.embed_text)) for a in c.atoms], dtype=np.float32)
                 vector = weights @ vectors[rows]
                 vector = vector / (np.linalg.norm(vector) or 1.0)
-            c.cosine = float(vector @ query)
+            c.cosine = self.rescale(float(vector @ query))
             c.overlap = sum(idf[w] for w in q_words & c.words) / q_weight if q_weight > 0 else 0.0
             per_atom = len(_WORD.findall(c.embed_text)) / len(c.atoms)
             if per_atom > LONG_UNIT:
