@@ -64,11 +64,16 @@ def reader(policy: KeyPolicy, presented: bool) -> Caller:
 def writer(policy: KeyPolicy, presented: bool) -> Caller:
     """The caller of a write (ingest, removal), or why it may not write."""
     if not policy.writes_on:
-        raise PgciteError("writes are off on this server: no admin key exists; create one with "
-                          "`pgcite keys create NAME --admin`", kind="forbidden")
+        raise PgciteError(
+            "writes are off on this server: no admin key exists; create one with `pgcite keys create NAME --admin`",
+            kind="forbidden",
+        )
     if policy.key is None:
-        raise _unauthorized("this needs an admin key: send `Authorization: Bearer <admin key>`"
-                            if not presented else "the API key is not valid (unknown or revoked)")
+        raise _unauthorized(
+            "this needs an admin key: send `Authorization: Bearer <admin key>`"
+            if not presented
+            else "the API key is not valid (unknown or revoked)"
+        )
     if not policy.key.admin:
         raise PgciteError(f"the key {policy.key.name!r} may only read; this needs an admin key", kind="forbidden")
     return Caller(policy.key.name, policy.key.sources, True)

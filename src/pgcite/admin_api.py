@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -47,8 +47,10 @@ def add_admin_routes(app: FastAPI, core: Pgcite, jobs: Jobs, write_access: Calla
             with upload.open("rb") as f:
                 head = f.read(4)
             if head and head != ZIP_MAGIC:
-                raise PgciteError("the body is not a zip file; send the docs as a .zip, or no body to read the "
-                                  "source again from where it was ingested")
+                raise PgciteError(
+                    "the body is not a zip file; send the docs as a .zip, or no body to read the "
+                    "source again from where it was ingested"
+                )
             if not head and base_url:
                 raise PgciteError("base_url goes with an uploaded zip; a sync reads the source as it was ingested")
         except BaseException:

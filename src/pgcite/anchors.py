@@ -9,8 +9,17 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["AnchorRule", "GITHUB", "MDBOOK", "PYTHON_MARKDOWN", "VITEPRESS", "github", "mdbook",
-           "python_markdown", "vitepress"]
+__all__ = [
+    "GITHUB",
+    "MDBOOK",
+    "PYTHON_MARKDOWN",
+    "VITEPRESS",
+    "AnchorRule",
+    "github",
+    "mdbook",
+    "python_markdown",
+    "vitepress",
+]
 
 _COMBINING = re.compile("[\u0300-\u036f]")
 _CONTROL = re.compile("[\u0000-\u001f]")
@@ -31,8 +40,7 @@ def vitepress(heading: str) -> str:
 def github(heading: str) -> str:
     """github-slugger (Docusaurus, Starlight, Hugo's default, GitHub itself): lower case, every
     character that is not a letter, digit, mark, `-`, `_` or space removed, spaces to `-`."""
-    kept = (ch for ch in heading.lower()
-            if ch.isalnum() or ch in "-_ " or unicodedata.category(ch).startswith("M"))
+    kept = (ch for ch in heading.lower() if ch.isalnum() or ch in "-_ " or unicodedata.category(ch).startswith("M"))
     return "".join(kept).replace(" ", "-")
 
 
@@ -46,8 +54,11 @@ def python_markdown(heading: str) -> str:
 
 def mdbook(heading: str) -> str:
     """mdBook's `normalize_id`: letters, digits, `_` and `-` kept (lower case), whitespace to `-`."""
-    return "".join(ch.lower() if ch.isalnum() or ch in "_-" else "-" for ch in heading
-                   if ch.isalnum() or ch in "_-" or ch.isspace())
+    return "".join(
+        ch.lower() if ch.isalnum() or ch in "_-" else "-"
+        for ch in heading
+        if ch.isalnum() or ch in "_-" or ch.isspace()
+    )
 
 
 def _dash_numbered(slug: str, used: set[str]) -> str:

@@ -13,17 +13,17 @@ Checks, on every answer (documented in docs/answering.md):
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from . import calibration
 from .config import DEFAULT_SEARCH_MODE
 from .embedding import Embedder
 from .generation import Generator
-from . import calibration
-from .retrieval import names_asked_about, retrieve, select_context, unknown_names
 from .rerank import Reranker
+from .retrieval import names_asked_about, retrieve, select_context, unknown_names
 from .safety import foreign_links, offsite_links, own_sites
 from .store import Store
 from .vocabulary import REFUSAL, Delta, Dropped, Passage, SearchFilter, Sources, Usage
@@ -36,9 +36,7 @@ SEMANTIC_SUPPORT = 0.6
 # Sources are numbered from 1, so "[0]" (an index in code) is never a citation.
 _CITATION = re.compile(r"\[([1-9]\d*(?:\s*,\s*[1-9]\d*)*)\]")
 _STOPWORDS = frozenset(
-    "a an and are as at be been but by can do does for from has have how i if in into is it its of on or "
-    "so such than that the their then there these they this to was were what when where which while who "
-    "will with you your not no yes should would could may might must also only just more most very".split()
+    ["a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "do", "does", "for", "from", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "of", "on", "or", "so", "such", "than", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "were", "what", "when", "where", "which", "while", "who", "will", "with", "you", "your", "not", "no", "yes", "should", "would", "could", "may", "might", "must", "also", "only", "just", "more", "most", "very"]
 )
 
 
@@ -65,8 +63,9 @@ class Checks:
             for u in self.unsupported
         ]
         lines += [f"link not found in any source (do not trust it): {x}" for x in self.foreign_links]
-        lines += [f"link to another site than the docs' own (check it before you follow it): {x}"
-                  for x in self.offsite_links]
+        lines += [
+            f"link to another site than the docs' own (check it before you follow it): {x}" for x in self.offsite_links
+        ]
         return lines
 
 
@@ -104,7 +103,7 @@ class CitationFilter:
         text = self._pending + piece
         # Hold back an unfinished "[12" at the end until the next piece tells what it is.
         tail = re.search(r"\[[\d,\s]*$", text)
-        self._pending = text[tail.start():] if tail and len(text) - tail.start() < 24 else ""
+        self._pending = text[tail.start() :] if tail and len(text) - tail.start() < 24 else ""
         ready = text[: len(text) - len(self._pending)]
         return _CITATION.sub(self._clean, ready)
 
@@ -135,38 +134,53 @@ def _is_claim(sentence: str) -> bool:
     return len(words) >= 4 and not sentence.rstrip().endswith(":")
 
 
-def check_answer(text: str, passages: Sequence[Passage], embedder: Embedder, invalid: list[int],
-                 allowed_hosts: str = "", rescale: Callable[[float], float] = calibration.same_scale) -> Checks:
+def check_answer(
+    text: str,
+    passages: Sequence[Passage],
+    embedder: Embedder,
+    invalid: list[int],
+    allowed_hosts: str = "",
+    rescale: Callable[[float], float] = calibration.same_scale,
+) -> Checks:
     checks = Checks(invalid_citations=list(invalid))
     by_number = {p.number: p for p in passages}
     semantic_queue: list[tuple[str, tuple[int, ...], float]] = []
     for sentence in _claims(text):
         if not _is_claim(sentence):
             continue
-        cited = tuple(sorted({int(n) for m in _CITATION.finditer(sentence) for n in re.split(r"\s*,\s*", m.group(1))}
-                             & set(by_number)))
+        cited = tuple(
+            sorted(
+                {int(n) for m in _CITATION.finditer(sentence) for n in re.split(r"\s*,\s*", m.group(1))}
+                & set(by_number)
+            )
+        )
         if not cited:
             checks.uncited_sentences.append(_CITATION.sub("", sentence).strip())
             continue
         words = _content_words(_CITATION.sub("", sentence))
-        source_words = set().union(*(_content_words(by_number[n].hit.breadcrumb + " " + by_number[n].hit.content)
-                                     for n in cited))
+        source_words = set().union(
+            *(_content_words(by_number[n].hit.breadcrumb + " " + by_number[n].hit.content) for n in cited)
+        )
         lexical = len(words & source_words) / len(words) if words else 1.0
         if lexical < LEXICAL_SUPPORT:
             semantic_queue.append((sentence, cited, lexical))
     if semantic_queue:
         claims = [_CITATION.sub("", s).strip() for s, _, _ in semantic_queue]
-        source_sentences = {n: [s for s in _claims(by_number[n].hit.content) if len(s.split()) >= 3] or
-                            [by_number[n].hit.content] for _, cited, _ in semantic_queue for n in cited}
+        source_sentences = {
+            n: [s for s in _claims(by_number[n].hit.content) if len(s.split()) >= 3] or [by_number[n].hit.content]
+            for _, cited, _ in semantic_queue
+            for n in cited
+        }
         flat = [(n, s) for n, sentences in source_sentences.items() for s in sentences]
         vectors = embedder.embed_documents(claims + [s for _, s in flat])
-        claim_vectors, sentence_vectors = vectors[: len(claims)], vectors[len(claims):]
+        claim_vectors, sentence_vectors = vectors[: len(claims)], vectors[len(claims) :]
         for (sentence, cited, lexical), claim_vector in zip(semantic_queue, claim_vectors):
             rows = [i for i, (n, _) in enumerate(flat) if n in cited]
             semantic = rescale(float(np.max(sentence_vectors[rows] @ claim_vector))) if rows else 0.0
             if semantic < SEMANTIC_SUPPORT:
-                checks.unsupported.append(Unsupported(_CITATION.sub("", sentence).strip(), cited,
-                                                      round(max(lexical, semantic), 3)))
+                checks.unsupported.append(
+                    Unsupported(_CITATION.sub("", sentence).strip(), cited, round(max(lexical, semantic), 3))
+                )
     checks.foreign_links = foreign_links(text, [f"{p.hit.url}\n{p.hit.content}" for p in passages])
     own = own_sites([p.hit.url for p in passages], allowed_hosts)
     checks.offsite_links = [x for x in offsite_links(text, own) if x not in checks.foreign_links]
@@ -197,8 +211,7 @@ def ask_stream(
     """Yield the Sources (before any text), the answer text as it is written (invalid citations
     already removed) as Deltas, then the checked Answer. `store` is used only before the Sources
     are yielded, so a caller may give its connection back then."""
-    hits = retrieve(store, embedder, question, max_distance=max_distance, mode=mode, filters=filters,
-                    reranker=reranker)
+    hits = retrieve(store, embedder, question, max_distance=max_distance, mode=mode, filters=filters, reranker=reranker)
     judges = getattr(generator, "judges_relevance", False)
     if not hits and judges and max_distance is None:
         # A chat model reads the closest sections and decides; pgcite refuses alone only when
@@ -208,10 +221,23 @@ def ask_stream(
     if not hits:
         yield Sources([], [])
         yield Delta(REFUSAL)
-        yield Answer(question, REFUSAL, True, "none", [], [], [], Checks(), usage,
-                     note="no section is within the relevance bar" + (
-                         f" (cosine distance <= {max_distance})" if max_distance is not None else
-                         " measured for this source and model; `pgcite sources` shows it and --threshold overrides it"))
+        yield Answer(
+            question,
+            REFUSAL,
+            True,
+            "none",
+            [],
+            [],
+            [],
+            Checks(),
+            usage,
+            note="no section is within the relevance bar"
+            + (
+                f" (cosine distance <= {max_distance})"
+                if max_distance is not None
+                else " measured for this source and model; `pgcite sources` shows it and --threshold overrides it"
+            ),
+        )
         return
     # Rules that read raw cosines read them on the bundled model's scale, whatever the model.
     measured = calibration.load(store, hits[0].source)
@@ -223,7 +249,11 @@ def ask_stream(
         note = f"the question names {', '.join(repr(n) for n in unknown)}, which no document uses"
     # The offline generator cannot tell whether such a name matters: pgcite refuses for it when the
     # question turns on the name, not when it is context.
-    if unknown and not judges and names_asked_about(embedder, question, unknown, measured.vector_scale if measured else 1.0):
+    if (
+        unknown
+        and not judges
+        and names_asked_about(embedder, question, unknown, measured.vector_scale if measured else 1.0)
+    ):
         closest = [Dropped(h, "closest match") for h in hits[:context]]
         yield Sources([], closest)
         yield Delta(REFUSAL)
@@ -242,11 +272,24 @@ def ask_stream(
         yield Delta(tail)
     text = "".join(pieces).strip()
     refused = is_refusal(text)
-    checks = Checks(invalid_citations=citations.invalid) if refused else check_answer(
-        text, selected.passages, embedder, citations.invalid, allowed_hosts, rescale)
+    checks = (
+        Checks(invalid_citations=citations.invalid)
+        if refused
+        else check_answer(text, selected.passages, embedder, citations.invalid, allowed_hosts, rescale)
+    )
     used = sorted({int(n) for m in _CITATION.finditer(text) for n in re.split(r"\s*,\s*", m.group(1))})
-    yield Answer(question, text, refused, generator.name, [] if refused else used, selected.passages,
-                 selected.dropped, checks, usage, note=note)
+    yield Answer(
+        question,
+        text,
+        refused,
+        generator.name,
+        [] if refused else used,
+        selected.passages,
+        selected.dropped,
+        checks,
+        usage,
+        note=note,
+    )
 
 
 def ask(question: str, **options) -> Answer:

@@ -10,19 +10,19 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Sequence
+from datetime import UTC, datetime, timedelta
 
 from .answer import Answer
 from .config import Settings
 from .errors import PgciteError, first_line
-from .store import Store
-from .store import log_rows
+from .store import Store, log_rows
 from .store.log_rows import LogEntry
 from .vocabulary import SearchFilter, SearchHit, wording_key
 
 log = logging.getLogger("pgcite.log")
+
 
 @dataclass(frozen=True)
 class Origin:
@@ -33,21 +33,46 @@ class Origin:
 
 
 def _section(hit: SearchHit, number: int | None, cited: bool, reason: str = "") -> dict:
-    return {"number": number, "cited": cited, "id": hit.id, "source": hit.source, "path": hit.path,
-            "heading": hit.heading, "breadcrumb": hit.breadcrumb, "url": hit.url, "score": round(hit.score, 4),
-            "reason": reason}
+    return {
+        "number": number,
+        "cited": cited,
+        "id": hit.id,
+        "source": hit.source,
+        "path": hit.path,
+        "heading": hit.heading,
+        "breadcrumb": hit.breadcrumb,
+        "url": hit.url,
+        "score": round(hit.score, 4),
+        "reason": reason,
+    }
 
 
 def entry_of(answer: Answer, origin: Origin, filters: SearchFilter, seconds: float) -> LogEntry:
     """The log row of a finished answer, with a new id (also set on the answer)."""
     answer.id = str(uuid.uuid4())
     cited = set(answer.citations)
-    retrieved = ([_section(p.hit, p.number, p.number in cited) for p in answer.sources]
-                 + [_section(d.hit, None, False, d.reason) for d in answer.dropped])
+    retrieved = [_section(p.hit, p.number, p.number in cited) for p in answer.sources] + [
+        _section(d.hit, None, False, d.reason) for d in answer.dropped
+    ]
     scope = (filters.source,) if filters.source else filters.allowed_sources
-    return LogEntry(answer.id, datetime.now(timezone.utc), origin.channel, origin.key, scope, answer.question,
-                    filters.source, filters.path_prefix, filters.version, retrieved, answer.text, answer.refused,
-                    asdict(answer.checks), answer.generator, answer.note, round(seconds * 1000))
+    return LogEntry(
+        answer.id,
+        datetime.now(UTC),
+        origin.channel,
+        origin.key,
+        scope,
+        answer.question,
+        filters.source,
+        filters.path_prefix,
+        filters.version,
+        retrieved,
+        answer.text,
+        answer.refused,
+        asdict(answer.checks),
+        answer.generator,
+        answer.note,
+        round(seconds * 1000),
+    )
 
 
 class AnswerLog:
@@ -141,20 +166,24 @@ def parse_since(text: str | None, now: datetime | None = None) -> datetime | Non
     """`7d`, `12h`, `30m`, `2w`, or a date or time in ISO form (UTC unless it says)."""
     if text is None or not text.strip():
         return None
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     if match := _SINCE.match(text):
         return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise PgciteError(f"--since takes a span such as 7d, 12h, 30m or 2w, or a date such as 2026-11-01 "
-                          f"(got {text!r})") from None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+        raise PgciteError(
+            f"--since takes a span such as 7d, 12h, 30m or 2w, or a date such as 2026-11-01 (got {text!r})"
+        ) from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 # A thumbs-down whose comment says this marks a question the docs do not answer.
-NOT_IN_DOCS = re.compile(r"\bnot (?:in|covered (?:in|by)|found in) the (?:docs|documentation|documents)\b"
-                         r"|\bnot documented\b|\bundocumented\b", re.I)
+NOT_IN_DOCS = re.compile(
+    r"\bnot (?:in|covered (?:in|by)|found in) the (?:docs|documentation|documents)\b"
+    r"|\bnot documented\b|\bundocumented\b",
+    re.I,
+)
 
 
 def eval_rows(entries: Sequence[LogEntry]) -> list[dict]:
@@ -167,12 +196,19 @@ def eval_rows(entries: Sequence[LogEntry]) -> list[dict]:
         if key in seen:
             continue
         if e.rating == "up" and not e.refused:
-            gold = [{"path": s["path"], **({"heading": s["heading"]} if s["heading"] else {})}
-                    for s in e.retrieved if s["cited"]]
+            gold = [
+                {"path": s["path"], **({"heading": s["heading"]} if s["heading"] else {})}
+                for s in e.retrieved
+                if s["cited"]
+            ]
             if not gold:
                 continue
-            row = {"id": f"log-{e.id[:8]}", "question": e.question, "gold": list({repr(g): g for g in gold}.values()),
-                   "answer": e.answer}
+            row = {
+                "id": f"log-{e.id[:8]}",
+                "question": e.question,
+                "gold": list({repr(g): g for g in gold}.values()),
+                "answer": e.answer,
+            }
         elif (e.refused and e.confirmed) or (e.rating == "down" and NOT_IN_DOCS.search(e.comment or "")):
             row = {"id": f"log-{e.id[:8]}", "question": e.question, "answerable": False}
         else:

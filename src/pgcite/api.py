@@ -9,7 +9,8 @@ import contextlib
 import itertools
 import json
 import logging
-from typing import Callable, Iterator, Literal
+from collections.abc import Callable, Iterator
+from typing import Literal
 
 import anyio
 import anyio.to_thread
@@ -79,15 +80,18 @@ def create_app(core: Pgcite) -> FastAPI:
 
     jobs = Jobs(core)
     limit = RateLimit(core.settings.serve_rate_limit)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         yield
         await anyio.to_thread.run_sync(jobs.close)  # queued jobs are dropped; a running one finishes
 
-    app = FastAPI(title="pgcite", summary="Cited answers from your documentation.", version="0.1.0",
-                  lifespan=lifespan)
-    app.add_middleware(BodyLimit, limit=core.settings.serve_max_request_bytes,
-                       larger={"/ingest": core.settings.serve_max_upload_bytes, "/webhook": webhooks.MAX_BYTES})
+    app = FastAPI(title="pgcite", summary="Cited answers from your documentation.", version="0.1.0", lifespan=lifespan)
+    app.add_middleware(
+        BodyLimit,
+        limit=core.settings.serve_max_request_bytes,
+        larger={"/ingest": core.settings.serve_max_upload_bytes, "/webhook": webhooks.MAX_BYTES},
+    )
 
     @app.exception_handler(PgciteError)
     async def _pgcite_error(request: Request, exc: PgciteError) -> JSONResponse:
@@ -135,10 +139,18 @@ def create_app(core: Pgcite) -> FastAPI:
             return _error(503, str(exc), exc.kind)
         ready = all(checks.values())
         log = core.answer_log
-        return JSONResponse({"status": "ready" if ready else "not ready", "checks": checks,
-                             "answer_log": {"on": log is not None, "dropped": log.dropped if log else 0,
-                                            "last_error": log.last_error if log else ""}},
-                            status_code=200 if ready else 503)
+        return JSONResponse(
+            {
+                "status": "ready" if ready else "not ready",
+                "checks": checks,
+                "answer_log": {
+                    "on": log is not None,
+                    "dropped": log.dropped if log else 0,
+                    "last_error": log.last_error if log else "",
+                },
+            },
+            status_code=200 if ready else 503,
+        )
 
     def access(request: Request, write: bool) -> Caller:
         address = f"address {request.client.host if request.client else '-'}"
@@ -172,8 +184,12 @@ def create_app(core: Pgcite) -> FastAPI:
     ) -> dict:
         """The `pgcite search --json` object."""
         core.require_source(source, caller.sources)
-        hits = core.search(q, k=k, mode=mode, filters=SearchFilter(
-            source=source, path_prefix=path, version=version, allowed_sources=caller.sources))
+        hits = core.search(
+            q,
+            k=k,
+            mode=mode,
+            filters=SearchFilter(source=source, path_prefix=path, version=version, allowed_sources=caller.sources),
+        )
         return shapes.search(q, hits)
 
     @app.post("/v1/ask")
@@ -182,10 +198,20 @@ def create_app(core: Pgcite) -> FastAPI:
         `answer`, `done` (or `error`)."""
         core.require_source(body.source, caller.sources)
         channel = "page" if request.headers.get(PAGE_HEADER) == "page" else "api"
-        events = core.ask_stream(body.question, threshold=body.threshold, context=body.context, mode=body.mode,
-                                 filters=SearchFilter(source=body.source, path_prefix=body.path, version=body.version,
-                                                      exclude_flagged=True, allowed_sources=caller.sources),
-                                 origin=Origin(channel, caller.name))
+        events = core.ask_stream(
+            body.question,
+            threshold=body.threshold,
+            context=body.context,
+            mode=body.mode,
+            filters=SearchFilter(
+                source=body.source,
+                path_prefix=body.path,
+                version=body.version,
+                exclude_flagged=True,
+                allowed_sources=caller.sources,
+            ),
+            origin=Origin(channel, caller.name),
+        )
         if not body.stream:
             *_, answer = events
             return shapes.answer(answer)
@@ -208,8 +234,9 @@ def create_app(core: Pgcite) -> FastAPI:
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-def guarded(frames: Iterator[str], events: Iterator, error_frame: Callable[[dict], str],
-            last: str = "") -> Iterator[str]:
+def guarded(
+    frames: Iterator[str], events: Iterator, error_frame: Callable[[dict], str], last: str = ""
+) -> Iterator[str]:
     """`frames`, then `last`; a failure mid-stream (the status line is gone by then) becomes one
     error frame before `last`. The answer's `events` are closed however the stream ends."""
     try:
@@ -243,8 +270,13 @@ def event_stream(frames: Iterator[str]) -> StreamingResponse:
 
 def _ask_event(event) -> str:
     if isinstance(event, Sources):
-        return sse("sources", {"sources": [shapes.passage(p) for p in event.passages],
-                               "dropped": [shapes.dropped(d) for d in event.dropped]})
+        return sse(
+            "sources",
+            {
+                "sources": [shapes.passage(p) for p in event.passages],
+                "dropped": [shapes.dropped(d) for d in event.dropped],
+            },
+        )
     if isinstance(event, Delta):
         return sse("delta", {"text": event.text})
     assert isinstance(event, Answer)

@@ -14,7 +14,7 @@ in a narrow band weighs as much against BM25 as the bundled one does."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING
@@ -79,7 +79,7 @@ class Calibration:
         return {**asdict(self), "bar": self.bar, "floor": self.floor, "vector_scale": self.vector_scale}
 
     @classmethod
-    def from_json(cls, data: dict | None) -> "Calibration | None":
+    def from_json(cls, data: dict | None) -> Calibration | None:
         if not data:
             return None
         return cls(**{name: data[name] for name in cls.__dataclass_fields__})
@@ -102,8 +102,7 @@ _OFFTOPIC_VECTORS: dict[str, np.ndarray] = {}
 
 def _offtopic_vectors(embedder: Embedder) -> np.ndarray:
     questions = offtopic_questions()
-    key = "\0".join(str(getattr(embedder, name, "")) for name in (
-        "model", "url", "query_prefix", "query_input_type"))
+    key = "\0".join(str(getattr(embedder, name, "")) for name in ("model", "url", "query_prefix", "query_input_type"))
     cached = _OFFTOPIC_VECTORS.get(key)
     if cached is not None:
         probe = embedder.embed_queries(list(questions[:1]))[0]
@@ -129,13 +128,14 @@ def measure(store: Store, embedder: Embedder, source: str) -> Calibration | None
     offtopic = store.best_scores(_offtopic_vectors(embedder), source)
     answered = store.best_scores(embedder.embed_queries(questions), source) if questions else offtopic
     return Calibration(
-        model=embedder.model, chunks=chunks,
+        model=embedder.model,
+        chunks=chunks,
         offtopic_median=round(float(np.median(offtopic)), 4),
         offtopic_high=round(float(np.quantile(offtopic, OFFTOPIC_QUANTILE)), 4),
         answered_median=round(float(np.median(answered)), 4),
         answered_low=round(float(np.quantile(answered, 0.1)), 4),
         questions=len(questions),
-        measured_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+        measured_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S"),
     )
 
 

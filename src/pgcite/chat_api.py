@@ -11,7 +11,8 @@ import json
 import re
 import time
 import uuid
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from fastapi import Depends, FastAPI
 from pydantic import BaseModel, ConfigDict, Field
@@ -89,8 +90,9 @@ def scope_of(model: str, core: Pgcite, caller: Caller) -> str | None:
         return None
     prefix, _, name = model.partition(":")
     if prefix != MODEL or not name:
-        raise PgciteError(f"no model {model!r}; GET /v1/models lists them ({MODEL} or {MODEL}:SOURCE)",
-                          kind="not_found")
+        raise PgciteError(
+            f"no model {model!r}; GET /v1/models lists them ({MODEL} or {MODEL}:SOURCE)", kind="not_found"
+        )
     core.require_source(name, caller.sources)
     return name
 
@@ -104,19 +106,31 @@ def content_and_annotations(text: str, answer: Answer, with_sources: bool) -> tu
     for m in _MARKER.finditer(text):
         hit = by_number.get(int(m.group(1)))
         if hit is not None:
-            annotations.append({"type": "url_citation", "url_citation": {
-                "start_index": m.start(), "end_index": m.end(), "url": hit.url or f"{hit.source}:{hit.path}",
-                "title": hit.breadcrumb or hit.title}})
+            annotations.append(
+                {
+                    "type": "url_citation",
+                    "url_citation": {
+                        "start_index": m.start(),
+                        "end_index": m.end(),
+                        "url": hit.url or f"{hit.source}:{hit.path}",
+                        "title": hit.breadcrumb or hit.title,
+                    },
+                }
+            )
     content = text
     if with_sources and not answer.refused and answer.citations:
-        lines = [f"[{n}] {by_number[n].breadcrumb} {by_number[n].url or by_number[n].path}".rstrip()
-                 for n in answer.citations if n in by_number]
+        lines = [
+            f"[{n}] {by_number[n].breadcrumb} {by_number[n].url or by_number[n].path}".rstrip()
+            for n in answer.citations
+            if n in by_number
+        ]
         content += "\n\nSources:\n" + "\n".join(lines)
     checks = answer.checks
     if links := [*checks.foreign_links, *checks.offsite_links]:
         # As code, so that the UI does not make it a link after all.
-        content += "\n\nCheck before you follow: " + ", ".join(f"`{x}`" for x in links) + (
-            " (not on the docs' own site)")
+        content += (
+            "\n\nCheck before you follow: " + ", ".join(f"`{x}`" for x in links) + (" (not on the docs' own site)")
+        )
     return content, annotations
 
 
@@ -131,8 +145,10 @@ def add_chat_routes(app: FastAPI, core: Pgcite, read_access: Callable[..., Calle
     @app.get("/v1/models")
     def models(caller: Caller = Depends(read_access)) -> dict:
         ids = [MODEL, *(f"{MODEL}:{s.name}" for s in core.sources(caller.sources))]
-        return {"object": "list", "data": [{"id": i, "object": "model", "created": 0, "owned_by": "pgcite"}
-                                           for i in ids]}
+        return {
+            "object": "list",
+            "data": [{"id": i, "object": "model", "created": 0, "owned_by": "pgcite"} for i in ids],
+        }
 
     @app.post("/v1/chat/completions")
     def chat_completions(body: ChatRequest, caller: Caller = Depends(read_access)):
@@ -142,17 +158,36 @@ def add_chat_routes(app: FastAPI, core: Pgcite, read_access: Callable[..., Calle
         max_tokens = body.max_completion_tokens or body.max_tokens
         if isinstance(generator, ChatGenerator) and (body.temperature is not None or max_tokens is not None):
             generator = generator.configured(temperature=body.temperature, max_tokens=max_tokens)
-        events = core.ask_stream(question, generator=generator, filters=SearchFilter(
-            source=source, exclude_flagged=True, allowed_sources=caller.sources), origin=Origin("chat", caller.name))
+        events = core.ask_stream(
+            question,
+            generator=generator,
+            filters=SearchFilter(source=source, exclude_flagged=True, allowed_sources=caller.sources),
+            origin=Origin("chat", caller.name),
+        )
         ident, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
         head = {"id": ident, "created": created, "model": body.model}
         if not body.stream:
             *_, answer = events
             content, annotations = content_and_annotations(answer.text, answer, body.pgcite_sources_in_content)
-            return {**head, "object": "chat.completion", "choices": [{
-                "index": 0, "finish_reason": "stop", "logprobs": None,
-                "message": {"role": "assistant", "content": content, "refusal": None, "annotations": annotations}}],
-                "usage": _usage(answer), "pgcite": shapes.answer(answer)}
+            return {
+                **head,
+                "object": "chat.completion",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "logprobs": None,
+                        "message": {
+                            "role": "assistant",
+                            "content": content,
+                            "refusal": None,
+                            "annotations": annotations,
+                        },
+                    }
+                ],
+                "usage": _usage(answer),
+                "pgcite": shapes.answer(answer),
+            }
         first = next(events)  # errors before the stream starts keep their status
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
 
@@ -160,8 +195,14 @@ def add_chat_routes(app: FastAPI, core: Pgcite, read_access: Callable[..., Calle
             return f"data: {json.dumps(value, ensure_ascii=False)}\n\n"
 
         def frame(delta: dict, finish: str | None = None, **extra) -> str:
-            return data({**head, "object": "chat.completion.chunk",
-                         "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}], **extra})
+            return data(
+                {
+                    **head,
+                    "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+                    **extra,
+                }
+            )
 
         def frames() -> Iterator[str]:
             streamed: list[str] = []
@@ -177,7 +218,7 @@ def add_chat_routes(app: FastAPI, core: Pgcite, read_access: Callable[..., Calle
             text = "".join(streamed)
             content, annotations = content_and_annotations(text, answer, body.pgcite_sources_in_content)
             if len(content) > len(text):
-                yield frame({"content": content[len(text):]})
+                yield frame({"content": content[len(text) :]})
             yield frame({"annotations": annotations}, pgcite=shapes.answer(answer))
             yield frame({}, "stop")
             if include_usage:

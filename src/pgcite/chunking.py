@@ -38,14 +38,14 @@ from pgcite.markdown import Block, ParsedDocument, Section
 from pgcite.markup import Fence, fence_closes, fence_open
 
 __all__ = [
-    "CountTokens",
     "Chunk",
+    "CountTokens",
     "Tokenizer",
-    "load_tokenizer",
-    "load_token_counter",
     "chunk_by_headings",
     "chunk_fixed",
     "document_text",
+    "load_token_counter",
+    "load_tokenizer",
 ]
 
 CountTokens = Callable[[str], int]  # model tokens of a text, without special tokens
@@ -148,9 +148,7 @@ def _list_items(text: str) -> list[str]:
     """Top-level items of a Markdown list, each with its nested content."""
     lines = text.split("\n")
     starts = [
-        tok.map[0]
-        for tok in _MD.parse(text)
-        if tok.type == "list_item_open" and tok.level == 1 and tok.map is not None
+        tok.map[0] for tok in _MD.parse(text) if tok.type == "list_item_open" and tok.level == 1 and tok.map is not None
     ]
     if not starts:
         return [text]
@@ -403,12 +401,8 @@ def chunk_by_headings(
         breadcrumb = _breadcrumb(doc.title, section.heading_path) if with_breadcrumb else ""
         if breadcrumb and count_tokens(breadcrumb) > max_tokens // 2:
             breadcrumb = ""
-        for content, tokens in _pack_section(
-            blocks, breadcrumb, count_tokens, max_tokens, overlap_tokens, cap
-        ):
-            chunks.append(
-                Chunk(len(chunks), section.heading_path, section.anchor, breadcrumb, content, tokens)
-            )
+        for content, tokens in _pack_section(blocks, breadcrumb, count_tokens, max_tokens, overlap_tokens, cap):
+            chunks.append(Chunk(len(chunks), section.heading_path, section.anchor, breadcrumb, content, tokens))
     return chunks
 
 

@@ -7,8 +7,9 @@ import dataclasses
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import PurePosixPath
-from typing import Annotated, Iterator, Optional
+from typing import Annotated
 
 import psycopg
 import typer
@@ -19,8 +20,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from .config import Settings, load_settings
 from .errors import PgciteError, first_line
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Cited answers from your documentation.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Cited answers from your documentation.",
+)
 sources_app = typer.Typer(help="List the ingested sources; schedule or remove one.", invoke_without_command=True)
 app.add_typer(sources_app, name="sources")
 db_app = typer.Typer(help="The database: roles for least privilege.", no_args_is_help=True)
@@ -36,7 +41,7 @@ def _settings() -> Settings:
     return load_settings()
 
 
-def _search_mode(value: Optional[str]) -> Optional[str]:
+def _search_mode(value: str | None) -> str | None:
     from .store import SEARCH_MODES
 
     if value is not None and value not in SEARCH_MODES:
@@ -44,8 +49,10 @@ def _search_mode(value: Optional[str]) -> Optional[str]:
     return value
 
 
-ModeOption = Annotated[Optional[str], typer.Option(
-    "--mode", callback=_search_mode, help="vector, text or hybrid (default: the search_mode setting).")]
+ModeOption = Annotated[
+    str | None,
+    typer.Option("--mode", callback=_search_mode, help="vector, text or hybrid (default: the search_mode setting)."),
+]
 
 
 def _default_source_name(location: str) -> str:
@@ -55,7 +62,7 @@ def _default_source_name(location: str) -> str:
     return PurePosixPath(name).stem if name.endswith(".zip") else name or "docs"
 
 
-def _site_name(value: Optional[str]) -> Optional[str]:
+def _site_name(value: str | None) -> str | None:
     from .sites import SITES
 
     if value is not None and value not in SITES:
@@ -75,12 +82,19 @@ class _Progress:
         self._last = self._started = self._now()
         self._bar: Progress | None = None
         if err.is_terminal:
-            self._bar = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
-                                 TextColumn("{task.fields[counts]}"), TextColumn("{task.fields[path]}"),
-                                 TimeElapsedColumn(), console=err, transient=True)
+            self._bar = Progress(
+                SpinnerColumn(),
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                TextColumn("{task.fields[counts]}"),
+                TextColumn("{task.fields[path]}"),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+            )
             self._task = self._bar.add_task(f"ingesting {name}", total=None, counts="", path="")
 
-    def __enter__(self) -> "_Progress":
+    def __enter__(self) -> _Progress:
         if self._bar:
             self._bar.__enter__()
         return self
@@ -101,26 +115,80 @@ class _Progress:
 @app.command()
 def ingest(
     location: Annotated[str, typer.Argument(help="A folder, a .zip file, or s3://bucket/prefix.")],
-    source: Annotated[Optional[str], typer.Option("--source", help="Name of the source (default: from the location).")] = None,
-    base_url: Annotated[str, typer.Option("--base-url", help="Where the docs are published, for links (default: the site's configuration, when it says).")] = "",
-    exclude: Annotated[Optional[list[str]], typer.Option("--exclude", help="Extra glob of paths to skip (repeatable).")] = None,
-    chunk_tokens: Annotated[Optional[int], typer.Option("--chunk-tokens", help="Token budget per chunk.")] = None,
-    version: Annotated[str, typer.Option("--version", help="A label for this ingest (e.g. v2), to filter on; a versioned site labels its pages itself.")] = "",
-    site: Annotated[Optional[str], typer.Option("--site", callback=_site_name, help="The site generator: vitepress, mkdocs, docusaurus, mdbook, hugo, starlight or plain (default: detected).")] = None,
-    route_base: Annotated[Optional[str], typer.Option("--route-base", help="Docusaurus: the docs' route base path (default docs; / for the site root).")] = None,
-    include_root: Annotated[Optional[str], typer.Option("--include-root", help="The folder includes may be read from (default: the project holding the folder).")] = None,
-    pull: Annotated[bool, typer.Option("--pull", help="The folder is a git clone: each later sync (`pgcite sync`, the server's) runs `git pull --ff-only` in it first.")] = False,
-    watch: Annotated[bool, typer.Option("--watch", help="Then keep watching the folder or zip: each burst of changes is ingested within seconds, until Ctrl-C.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="The report as one JSON object on stdout (one per pass with --watch).")] = False,
+    source: Annotated[
+        str | None, typer.Option("--source", help="Name of the source (default: from the location).")
+    ] = None,
+    base_url: Annotated[
+        str,
+        typer.Option(
+            "--base-url",
+            help="Where the docs are published, for links (default: the site's configuration, when it says).",
+        ),
+    ] = "",
+    exclude: Annotated[
+        list[str] | None, typer.Option("--exclude", help="Extra glob of paths to skip (repeatable).")
+    ] = None,
+    chunk_tokens: Annotated[int | None, typer.Option("--chunk-tokens", help="Token budget per chunk.")] = None,
+    version: Annotated[
+        str,
+        typer.Option(
+            "--version",
+            help="A label for this ingest (e.g. v2), to filter on; a versioned site labels its pages itself.",
+        ),
+    ] = "",
+    site: Annotated[
+        str | None,
+        typer.Option(
+            "--site",
+            callback=_site_name,
+            help="The site generator: vitepress, mkdocs, docusaurus, mdbook, hugo, starlight or plain (default: detected).",
+        ),
+    ] = None,
+    route_base: Annotated[
+        str | None,
+        typer.Option("--route-base", help="Docusaurus: the docs' route base path (default docs; / for the site root)."),
+    ] = None,
+    include_root: Annotated[
+        str | None,
+        typer.Option(
+            "--include-root", help="The folder includes may be read from (default: the project holding the folder)."
+        ),
+    ] = None,
+    pull: Annotated[
+        bool,
+        typer.Option(
+            "--pull",
+            help="The folder is a git clone: each later sync (`pgcite sync`, the server's) runs `git pull --ff-only` in it first.",
+        ),
+    ] = False,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            help="Then keep watching the folder or zip: each burst of changes is ingested within seconds, until Ctrl-C.",
+        ),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="The report as one JSON object on stdout (one per pass with --watch).")
+    ] = False,
 ) -> None:
     """Read Markdown, chunk it, embed it and store it. Re-running only does what changed."""
     from .core import Pgcite
 
     name = source or _default_source_name(location)
-    options = dict(base_url=base_url, exclude=exclude or (), version=version, site=site, route_base=route_base,
-                   include_root=include_root, chunk_tokens=chunk_tokens, pull=pull)
+    options = dict(
+        base_url=base_url,
+        exclude=exclude or (),
+        version=version,
+        site=site,
+        route_base=route_base,
+        include_root=include_root,
+        chunk_tokens=chunk_tokens,
+        pull=pull,
+    )
     if watch:
-        from .sync import check_watchable, watch as watch_location
+        from .sync import check_watchable
+        from .sync import watch as watch_location
 
         check_watchable(location)
     with Pgcite(_settings()) as app:
@@ -130,9 +198,15 @@ def ingest(
         if watch:
             err.print(f"watching {escape(location)} for changes; Ctrl-C stops")
             with _interrupted_ingest(as_json):
-                watch_location(app, location, source=name, options=options, first=report,
-                               on_pass=lambda report: _report_ingest(report, as_json),
-                               on_error=lambda message: err.print(f"[red]error:[/] {escape(message)}; still watching"))
+                watch_location(
+                    app,
+                    location,
+                    source=name,
+                    options=options,
+                    first=report,
+                    on_pass=lambda report: _report_ingest(report, as_json),
+                    on_error=lambda message: err.print(f"[red]error:[/] {escape(message)}; still watching"),
+                )
 
 
 @contextlib.contextmanager
@@ -144,14 +218,16 @@ def _interrupted_ingest(as_json: bool) -> Iterator[None]:
         yield
     except IngestInterrupted as stopped:
         _report_ingest(stopped.report, as_json)
-        err.print("interrupted; what was stored stays consistent (each file is one transaction), and the next "
-                  "ingest reads the rest")
+        err.print(
+            "interrupted; what was stored stays consistent (each file is one transaction), and the next "
+            "ingest reads the rest"
+        )
         raise typer.Exit(130) from None
 
 
 @app.command()
 def sync(
-    names: Annotated[Optional[list[str]], typer.Argument(help="The sources to sync (default: all).")] = None,
+    names: Annotated[list[str] | None, typer.Argument(help="The sources to sync (default: all).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per source on stdout.")] = False,
 ) -> None:
     """Read sources again from where they were ingested, the same way: only what changed is read."""
@@ -174,8 +250,9 @@ def _report_ingest(report, as_json: bool) -> None:
     for flagged in report.flagged:
         err.print(f"[yellow]flagged[/] {escape(flagged)} (left out of answers)")
     if not report.base_url:
-        err.print("[dim]no --base-url and none in the site's configuration: answers cite paths, not links[/]",
-                  soft_wrap=True)
+        err.print(
+            "[dim]no --base-url and none in the site's configuration: answers cite paths, not links[/]", soft_wrap=True
+        )
     if as_json:
         print(json.dumps(shapes.ingest_report(report), ensure_ascii=False), flush=True)
     else:
@@ -188,9 +265,11 @@ def _report_ingest(report, as_json: bool) -> None:
 def search(
     question: Annotated[str, typer.Argument(help="What you want to find.")],
     k: Annotated[int, typer.Option("-k", help="How many sections to return.")] = 5,
-    source: Annotated[Optional[str], typer.Option("--source", help="Only this source.")] = None,
-    path: Annotated[Optional[str], typer.Option("--path", help="Only documents whose path starts with this.")] = None,
-    version: Annotated[Optional[str], typer.Option("--version", help="Only documents ingested with this label.")] = None,
+    source: Annotated[str | None, typer.Option("--source", help="Only this source.")] = None,
+    path: Annotated[str | None, typer.Option("--path", help="Only documents whose path starts with this.")] = None,
+    version: Annotated[
+        str | None, typer.Option("--version", help="Only documents ingested with this label.")
+    ] = None,
     mode: ModeOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
@@ -200,12 +279,16 @@ def search(
     from .vocabulary import SearchFilter
 
     with Pgcite(_settings()) as app:
-        hits = app.search(question, k=k, mode=mode, filters=SearchFilter(source=source, path_prefix=path, version=version))
+        hits = app.search(
+            question, k=k, mode=mode, filters=SearchFilter(source=source, path_prefix=path, version=version)
+        )
     if as_json:
         print(json.dumps(shapes.search(question, hits), ensure_ascii=False))
         return
     if not hits:
-        out.print("No sections found." + (f" Is {source!r} an ingested source? See `pgcite sources`." if source else ""))
+        out.print(
+            "No sections found." + (f" Is {source!r} an ingested source? See `pgcite sources`." if source else "")
+        )
         return
     for rank, hit in enumerate(hits, start=1):
         # Document text is data: escape it so "[link](url)" is not read as console markup.
@@ -222,12 +305,26 @@ def _hit_line(hit) -> str:
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="Your question.")],
-    source: Annotated[Optional[str], typer.Option("--source", help="Only this source.")] = None,
-    path: Annotated[Optional[str], typer.Option("--path", help="Only documents whose path starts with this.")] = None,
-    version: Annotated[Optional[str], typer.Option("--version", help="Only documents ingested with this label.")] = None,
-    threshold: Annotated[Optional[float], typer.Option("--threshold", help="Relevance bar: the largest cosine distance a section may have (0.17 more for one holding most of the question's words).")] = None,
+    source: Annotated[str | None, typer.Option("--source", help="Only this source.")] = None,
+    path: Annotated[str | None, typer.Option("--path", help="Only documents whose path starts with this.")] = None,
+    version: Annotated[
+        str | None, typer.Option("--version", help="Only documents ingested with this label.")
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold",
+            help="Relevance bar: the largest cosine distance a section may have (0.17 more for one holding most of the question's words).",
+        ),
+    ] = None,
     context: Annotated[int, typer.Option("--context", help="How many sections the generator is given at most.")] = 5,
-    include_flagged: Annotated[bool, typer.Option("--include-flagged", help="Also use sections flagged at ingest (instructions to an AI, a stranger's site for credentials).")] = False,
+    include_flagged: Annotated[
+        bool,
+        typer.Option(
+            "--include-flagged",
+            help="Also use sections flagged at ingest (instructions to an AI, a stranger's site for credentials).",
+        ),
+    ] = False,
     mode: ModeOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
@@ -240,9 +337,14 @@ def ask(
 
     with Pgcite(_settings()) as app:
         answer = None
-        for event in app.ask_stream(question, threshold=threshold, context=context, mode=mode,
-                                    filters=SearchFilter(source=source, path_prefix=path, version=version,
-                                                         exclude_flagged=not include_flagged), origin=Origin("cli")):
+        for event in app.ask_stream(
+            question,
+            threshold=threshold,
+            context=context,
+            mode=mode,
+            filters=SearchFilter(source=source, path_prefix=path, version=version, exclude_flagged=not include_flagged),
+            origin=Origin("cli"),
+        ):
             if isinstance(event, Answer):
                 answer = event
             elif isinstance(event, Delta) and not as_json:
@@ -266,8 +368,11 @@ def ask(
         reasons: dict[str, int] = {}
         for d in answer.dropped:
             reasons[d.reason] = reasons.get(d.reason, 0) + 1
-        out.print(f"[dim]{len(answer.dropped)} more sections passed the bar but were left out: "
-                  + "; ".join(f"{n} {escape(r)}" for r, n in reasons.items()) + "[/]")
+        out.print(
+            f"[dim]{len(answer.dropped)} more sections passed the bar but were left out: "
+            + "; ".join(f"{n} {escape(r)}" for r, n in reasons.items())
+            + "[/]"
+        )
     for warning in answer.checks.warnings():
         out.print(f"[yellow]check:[/] {escape(warning)}")
     out.print(f"[dim]answered by {escape(answer.generator)}[/]")
@@ -286,19 +391,25 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="One JSON object
         return
     out.print(f"database: {escape(st.database)} (PostgreSQL {st.postgres}, pgvector {st.pgvector})")
     out.print("model:    " + (f"{st.model[0]} ({st.model[1]} dims)" if st.model else "none yet (nothing ingested)"))
-    out.print(f"stored:   {len(st.sources)} sources, {sum(r.documents for r in st.sources)} documents, {st.chunks} chunks; "
-              f"vector index {'built' if st.vector_index else 'not built'}")
+    out.print(
+        f"stored:   {len(st.sources)} sources, {sum(r.documents for r in st.sources)} documents, {st.chunks} chunks; "
+        f"vector index {'built' if st.vector_index else 'not built'}"
+    )
     for r in st.sources:
         out.print(f"  {escape(r.name)}: {_calibration(r.calibration)}")
     settings = app.settings
     kept = f"kept {settings.answer_log_days} days" if settings.answer_log_days > 0 else "kept for good"
-    out.print(f"log:      {st.answers_logged} answers, {kept}" if settings.answer_log else
-              f"log:      off (PGCITE_ANSWER_LOG); {st.answers_logged} answers from before")
+    out.print(
+        f"log:      {st.answers_logged} answers, {kept}"
+        if settings.answer_log
+        else f"log:      off (PGCITE_ANSWER_LOG); {st.answers_logged} answers from before"
+    )
 
 
 @sources_app.callback()
-def sources_list(ctx: typer.Context, as_json: Annotated[bool, typer.Option(
-        "--json", help="One JSON object on stdout.")] = False) -> None:
+def sources_list(
+    ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False
+) -> None:
     """List the ingested sources (default) with their last sync; schedule or remove one."""
     if ctx.invoked_subcommand is not None:
         return
@@ -315,10 +426,15 @@ def sources_list(ctx: typer.Context, as_json: Annotated[bool, typer.Option(
         return
     for r in rows:
         versions = [v for v in r.versions if v]
-        shown = (f"  versions {escape(', '.join(versions))} (default {escape(r.default_version)})"
-                 if len(versions) > 1 else (f"  version {escape(versions[0])}" if versions else ""))
-        out.print(f"[bold]{escape(r.name)}[/]  {escape(r.site or 'plain')}, {r.documents} documents, {r.chunks} chunks"
-                  f"{shown}  from {escape(r.location)}  links {escape(r.base_url or '-')}")
+        shown = (
+            f"  versions {escape(', '.join(versions))} (default {escape(r.default_version)})"
+            if len(versions) > 1
+            else (f"  version {escape(versions[0])}" if versions else "")
+        )
+        out.print(
+            f"[bold]{escape(r.name)}[/]  {escape(r.site or 'plain')}, {r.documents} documents, {r.chunks} chunks"
+            f"{shown}  from {escape(r.location)}  links {escape(r.base_url or '-')}"
+        )
         out.print(f"  {_last_sync(r)}")
         out.print(f"  {_calibration(r.calibration)}")
 
@@ -327,9 +443,11 @@ def _calibration(c: dict | None) -> str:
     """The relevance bar measured for the source and its model (calibration.py)."""
     if not c:
         return "[dim]relevance bar not measured yet (the default 0.58 applies); the next ingest or sync measures it[/]"
-    return (f"relevance bar {c['bar']:.3f} (cosine distance; off-topic questions score up to {c['offtopic_high']:.2f}, "
-            f"its own headings' questions {c['answered_median']:.2f}), vector scale {c['vector_scale']:.2f}; "
-            f"measured {c['measured_at']} UTC with {escape(c['model'])}")
+    return (
+        f"relevance bar {c['bar']:.3f} (cosine distance; off-topic questions score up to {c['offtopic_high']:.2f}, "
+        f"its own headings' questions {c['answered_median']:.2f}), vector scale {c['vector_scale']:.2f}; "
+        f"measured {c['measured_at']} UTC with {escape(c['model'])}"
+    )
 
 
 def _last_sync(r) -> str:
@@ -361,8 +479,11 @@ def sources_schedule(
     seconds = parse_interval(every)
     with Pgcite(_settings()) as app:
         app.schedule(name, seconds)
-    out.print(f"the server syncs {escape(repr(name))} every {format_interval(seconds)}" if seconds else
-              f"the server no longer syncs {escape(repr(name))} on a schedule")
+    out.print(
+        f"the server syncs {escape(repr(name))} every {format_interval(seconds)}"
+        if seconds
+        else f"the server no longer syncs {escape(repr(name))} on a schedule"
+    )
 
 
 @sources_app.command("remove")
@@ -393,7 +514,9 @@ def serve(
 @keys_app.command("create")
 def keys_create(
     name: Annotated[str, typer.Argument(help="A name for the key (who or what uses it).")],
-    sources: Annotated[Optional[str], typer.Option("--sources", help="Comma-separated sources it may read (default: all).")] = None,
+    sources: Annotated[
+        str | None, typer.Option("--sources", help="Comma-separated sources it may read (default: all).")
+    ] = None,
     admin: Annotated[bool, typer.Option("--admin", help="It may also ingest and remove sources.")] = False,
 ) -> None:
     """Create a key and print it once, alone on the last line (only its hash is kept)."""
@@ -407,8 +530,10 @@ def keys_create(
         key = app.create_key(name, sources=scope, admin=admin)
     for missing in sorted(set(scope or ()) - known):
         err.print(f"[yellow]note:[/] no source {escape(missing)!r} yet; the key will read it once it is ingested")
-    err.print(f"created key {escape(repr(name))} ({'admin, ' if admin else ''}reads "
-              f"{escape(', '.join(scope)) if scope else 'every source'}); it is shown this once:")
+    err.print(
+        f"created key {escape(repr(name))} ({'admin, ' if admin else ''}reads "
+        f"{escape(', '.join(scope)) if scope else 'every source'}); it is shown this once:"
+    )
     print(key)
 
 
@@ -427,8 +552,10 @@ def keys_list(as_json: Annotated[bool, typer.Option("--json", help="One JSON obj
         out.print("No keys: reads are open and writes are off. Create one with `pgcite keys create NAME`.")
     for k in rows:
         scope = ", ".join(k.sources) if k.sources is not None else "every source"
-        out.print(f"[bold]{escape(k.name)}[/]  {'admin' if k.admin else 'read'}  {escape(scope)}  created {k.created_at}"
-                  + ("  [red]revoked[/]" if k.revoked else ""))
+        out.print(
+            f"[bold]{escape(k.name)}[/]  {'admin' if k.admin else 'read'}  {escape(scope)}  created {k.created_at}"
+            + ("  [red]revoked[/]" if k.revoked else "")
+        )
 
 
 @keys_app.command("revoke")
@@ -443,17 +570,23 @@ def keys_revoke(name: Annotated[str, typer.Argument(help="The key to revoke.")])
 
 @db_app.command("roles")
 def db_roles(
-    apply: Annotated[bool, typer.Option("--apply", help="Run the SQL (as PGCITE_DATABASE_URL's role) instead of printing it.")] = False,
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Run the SQL (as PGCITE_DATABASE_URL's role) instead of printing it.")
+    ] = False,
     writer: Annotated[str, typer.Option("--writer", help="Name of the login role that ingests.")] = "pgcite_writer",
-    query: Annotated[str, typer.Option("--query", help="Name of the read-only login role of the query path.")] = "pgcite_query",
+    query: Annotated[
+        str, typer.Option("--query", help="Name of the read-only login role of the query path.")
+    ] = "pgcite_query",
 ) -> None:
     """Make a writing login role and a read-only one on your PostgreSQL (run before the first ingest)."""
     from .store.roles import apply_roles, plan_roles
 
     settings = _settings()
     if not settings.database_url:
-        raise PgciteError("set PGCITE_DATABASE_URL to your server (as a superuser or a role with CREATEROLE); "
-                          "the embedded server needs no roles")
+        raise PgciteError(
+            "set PGCITE_DATABASE_URL to your server (as a superuser or a role with CREATEROLE); "
+            "the embedded server needs no roles"
+        )
     plan = plan_roles(settings.database_url, writer, query)
     if not apply:
         print("\n".join(f"{s.as_string()};" for s in plan.statements))
@@ -491,8 +624,10 @@ def main() -> None:
         sys.exit(1)
     except psycopg.Error as exc:  # a server that went away mid-command, a statement timeout...
         first = first_line(exc)
-        err.print(f"[red]error:[/] database: {escape(first)}; check the server (`pgcite status`) and run again",
-                  soft_wrap=True)
+        err.print(
+            f"[red]error:[/] database: {escape(first)}; check the server (`pgcite status`) and run again",
+            soft_wrap=True,
+        )
         sys.exit(1)
     except KeyboardInterrupt:
         err.print("interrupted; what was stored stays consistent (each file is one transaction)")
@@ -527,8 +662,7 @@ def _compare_table(results, title: str):
     from rich import box
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1),
-                  pad_edge=False)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False)
     table.add_column("strategy", no_wrap=True, min_width=max(len(r.name) for r in results) if results else 8)
     for column in ("chunks", "hit@1", "hit@3", "MRR", "fact@3", "top-3\ntokens", "seconds"):
         table.add_column(column, justify="right")
@@ -539,30 +673,63 @@ def _compare_table(results, title: str):
 
     for r in results:
         tokens = r.report.metrics["top3_tokens"].value
-        table.add_row(r.name, str(r.chunks), rate(r, "hit@1"), rate(r, "hit@3"), rate(r, "mrr"), rate(r, "fact@3"),
-                      "-" if tokens is None else f"{tokens:.0f}", f"{r.seconds:.1f}")
+        table.add_row(
+            r.name,
+            str(r.chunks),
+            rate(r, "hit@1"),
+            rate(r, "hit@3"),
+            rate(r, "mrr"),
+            rate(r, "fact@3"),
+            "-" if tokens is None else f"{tokens:.0f}",
+            f"{r.seconds:.1f}",
+        )
     return table
 
 
 @app.command("eval")
 def eval_questions(
-    questions: Annotated[list[str], typer.Argument(
-        help="JSONL files, one question per line (see `pgcite.evaluation`); in a later file a row with only an "
-             "id and fields (answer_fact, forbidden...) adds them to that question.")],
-    source: Annotated[Optional[str], typer.Option("--source", help="Only this source.")] = None,
-    version: Annotated[Optional[str], typer.Option("--version", help="Only this version (default: each source's default).")] = None,
+    questions: Annotated[
+        list[str],
+        typer.Argument(
+            help="JSONL files, one question per line (see `pgcite.evaluation`); in a later file a row with only an "
+            "id and fields (answer_fact, forbidden...) adds them to that question."
+        ),
+    ],
+    source: Annotated[str | None, typer.Option("--source", help="Only this source.")] = None,
+    version: Annotated[
+        str | None, typer.Option("--version", help="Only this version (default: each source's default).")
+    ] = None,
     k: Annotated[int, typer.Option("-k", help="Distinct sections that count as retrieved (MRR@k, recall@k).")] = 3,
     answers: Annotated[bool, typer.Option("--answers", help="Also ask every question and check the answers.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout: metrics and per-question rows.")] = False,
-    sealed: Annotated[bool, typer.Option(
-        "--sealed", help="Totals only, never which questions missed: for a sealed half measured while tuning.")] = False,
-    fail_under: Annotated[Optional[list[str]], typer.Option(
-        "--fail-under", metavar="METRIC=VALUE", help="Exit 1 when METRIC is below VALUE (repeatable), e.g. hit@3=0.9.")] = None,
-    compare_corpus: Annotated[Optional[str], typer.Option(
-        "--compare", metavar="CORPUS_DIR",
-        help="Re-chunk this corpus with each strategy into throw-away databases and compare retrieval.")] = None,
-    strategies: Annotated[Optional[str], typer.Option(
-        "--strategies", help="With --compare: a comma-separated subset, e.g. heading-256,fixed-256.")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON object on stdout: metrics and per-question rows.")
+    ] = False,
+    sealed: Annotated[
+        bool,
+        typer.Option(
+            "--sealed", help="Totals only, never which questions missed: for a sealed half measured while tuning."
+        ),
+    ] = False,
+    fail_under: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-under",
+            metavar="METRIC=VALUE",
+            help="Exit 1 when METRIC is below VALUE (repeatable), e.g. hit@3=0.9.",
+        ),
+    ] = None,
+    compare_corpus: Annotated[
+        str | None,
+        typer.Option(
+            "--compare",
+            metavar="CORPUS_DIR",
+            help="Re-chunk this corpus with each strategy into throw-away databases and compare retrieval.",
+        ),
+    ] = None,
+    strategies: Annotated[
+        str | None,
+        typer.Option("--strategies", help="With --compare: a comma-separated subset, e.g. heading-256,fixed-256."),
+    ] = None,
     mode: ModeOption = None,
 ) -> None:
     """Measure retrieval (and with --answers, answers) against questions with known answers."""
@@ -580,8 +747,10 @@ def eval_questions(
     if compare_corpus is None and strategies is not None:
         raise typer.BadParameter("only applies with --compare", param_hint="--strategies")
     if compare_corpus is not None and (answers or bars):
-        raise typer.BadParameter("--compare measures retrieval of each strategy; run --answers and --fail-under "
-                                 "without it", param_hint="--compare")
+        raise typer.BadParameter(
+            "--compare measures retrieval of each strategy; run --answers and --fail-under without it",
+            param_hint="--compare",
+        )
     try:
         chosen = parse_strategies(strategies) if compare_corpus is not None else []
     except EvalError as exc:
@@ -591,17 +760,34 @@ def eval_questions(
         settings = dataclasses.replace(settings, search_mode=mode)
     qs = load_questions(*questions)
     if compare_corpus is not None:
-        _eval_compare(qs, compare_corpus, chosen, settings=settings, embedder=make_embedder(settings), k=k,
-                      source=source, as_json=as_json)
+        _eval_compare(
+            qs,
+            compare_corpus,
+            chosen,
+            settings=settings,
+            embedder=make_embedder(settings),
+            k=k,
+            source=source,
+            as_json=as_json,
+        )
         return
 
     from .core import Pgcite
     from .evaluation import evaluate, run_answers, run_searches
 
-    with Pgcite(settings) as app, Progress(
-        SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[item]}"), TimeElapsedColumn(), console=err, transient=True,
-    ) as progress:
+    with (
+        Pgcite(settings) as app,
+        Progress(
+            SpinnerColumn(),
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[item]}"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as progress,
+    ):
         app.require_source(source)
         generator = app.generator if answers else None
         task = progress.add_task("searching", total=len(qs), item="")
@@ -615,15 +801,23 @@ def eval_questions(
             progress.reset(task, total=len(qs), description=f"asking ({generator.name})", item="")
             records = run_answers(qs, app, source=source, progress=advance, version=version)
     report = evaluate(qs, retrievals, records, k=k)
-    report.info = {"questions": len(qs), "source": source, "version": version, "search_mode": settings.search_mode,
-                   "generator": generator.name if generator else None}
+    report.info = {
+        "questions": len(qs),
+        "source": source,
+        "version": version,
+        "search_mode": settings.search_mode,
+        "generator": generator.name if generator else None,
+    }
     if sealed:
         report = report.totals_only()
     if as_json:
         print(report.dumps())
     else:
-        title = (f"{len(qs)} questions from {' + '.join(questions)}, k={k}, {settings.search_mode} search"
-                 + (f", source {source}" if source else "") + (f", answers by {generator.name}" if generator else ""))
+        title = (
+            f"{len(qs)} questions from {' + '.join(questions)}, k={k}, {settings.search_mode} search"
+            + (f", source {source}" if source else "")
+            + (f", answers by {generator.name}" if generator else "")
+        )
         out.print(_eval_table(report, escape(title)))
     if failures := failed_bars(report, bars):
         for line in failures:
@@ -640,11 +834,14 @@ def _eval_compare(qs, corpus: str, chosen, *, settings, embedder, k: int, source
         raise PgciteError(f"no such folder, .zip file or s3:// location: {corpus}")
     name = source or _default_source_name(corpus)
     _, where = scratch_server(settings)
-    err.print(f"comparing {len(chosen)} chunking strategies on {escape(corpus)}: each is ingested into a throw-away "
-              f"database pgcite_cmp_N on {escape(where)}, dropped afterwards; each embeds the whole corpus")
+    err.print(
+        f"comparing {len(chosen)} chunking strategies on {escape(corpus)}: each is ingested into a throw-away "
+        f"database pgcite_cmp_N on {escape(where)}, dropped afterwards; each embeds the whole corpus"
+    )
     finished = []
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
-                  transient=True) as progress:
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True
+    ) as progress:
         task = progress.add_task("starting", total=None)
 
         def note(text: str) -> None:
@@ -654,10 +851,30 @@ def _eval_compare(qs, corpus: str, chosen, *, settings, embedder, k: int, source
             finished.append(result)
             progress.console.print(f"{escape(result.name)}: {result.chunks} chunks, {result.seconds:.1f} s")
 
-        results = compare(qs, corpus, settings=settings, embedder=embedder, strategies=chosen, k=k,
-                          source_name=name, progress=note, done=done)
+        results = compare(
+            qs,
+            corpus,
+            settings=settings,
+            embedder=embedder,
+            strategies=chosen,
+            k=k,
+            source_name=name,
+            progress=note,
+            done=done,
+        )
     if as_json:
-        print(json.dumps({"corpus": corpus, "k": k, "questions": len(qs), "search_mode": settings.search_mode,
-                          "strategies": [r.to_json() for r in results]}, ensure_ascii=False, sort_keys=True))
+        print(
+            json.dumps(
+                {
+                    "corpus": corpus,
+                    "k": k,
+                    "questions": len(qs),
+                    "search_mode": settings.search_mode,
+                    "strategies": [r.to_json() for r in results],
+                },
+                ensure_ascii=False,
+                sort_keys=True,
+            )
+        )
         return
     out.print(_compare_table(results, escape(f"{len(qs)} questions on {corpus}, k={k}, {settings.search_mode} search")))

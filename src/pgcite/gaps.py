@@ -10,9 +10,9 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Sequence
 
 import numpy as np
 
@@ -24,13 +24,9 @@ WORDS = 0.45  # word similarity at which two questions count as close whatever t
 EXAMPLES = 3  # distinct wordings shown per group
 MAX_QUESTIONS = 2000  # the newest unanswered questions grouped at once (the distance matrix is n x n)
 TYPO_RATIO = 0.85  # difflib ratio at which a word of 5+ letters one typo from another is that word
-STOPWORDS = frozenset("""a an the and or but if of to in on at by for from with without into over under
-about as via per is are was were be been being am do does did done have has had can could will would shall
-should may might must i me my we us our you your it its they them their he she his her this that these those
-there here what which who whom whose when where why how whats any some all every each much many more most not
-no yes so than then too very just only also instead other else own same one up out get set make use using used
-work works run running need want like way possible available supported support please help thanks hi hello ok
-""".split())
+STOPWORDS = frozenset(
+    ["a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "from", "with", "without", "into", "over", "under", "about", "as", "via", "per", "is", "are", "was", "were", "be", "been", "being", "am", "do", "does", "did", "done", "have", "has", "had", "can", "could", "will", "would", "shall", "should", "may", "might", "must", "i", "me", "my", "we", "us", "our", "you", "your", "it", "its", "they", "them", "their", "he", "she", "his", "her", "this", "that", "these", "those", "there", "here", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "whats", "any", "some", "all", "every", "each", "much", "many", "more", "most", "not", "no", "yes", "so", "than", "then", "too", "very", "just", "only", "also", "instead", "other", "else", "own", "same", "one", "up", "out", "get", "set", "make", "use", "using", "used", "work", "works", "run", "running", "need", "want", "like", "way", "possible", "available", "supported", "support", "please", "help", "thanks", "hi", "hello", "ok"]
+)
 
 
 @dataclass(frozen=True)
@@ -70,15 +66,17 @@ def _stem(word: str) -> str:
 def content_words(questions: Sequence[str]) -> list[set[str]]:
     """Each question's content words: lower-cased, stopwords dropped, a misspelling of a word used more
     often in the batch ("windwos") spelled as that word, then stemmed."""
-    words = [[w for w in re.findall(r"[a-z0-9]+", q.lower()) if len(w) > 1 and w not in STOPWORDS]
-             for q in questions]
+    words = [[w for w in re.findall(r"[a-z0-9]+", q.lower()) if len(w) > 1 and w not in STOPWORDS] for q in questions]
     counts = Counter(w for ws in words for w in set(ws))
     spelling: dict[str, str] = {}
     kept: dict[str, list[str]] = {}  # a kept spelling, and each with one letter deleted -> the spelling
     for word in sorted((w for w in counts if len(w) >= 5), key=lambda w: (-counts[w], w)):  # commoner first
         variants = {word} | {word[:i] + word[i + 1 :] for i in range(len(word))}  # one typo apart share one
-        near = [k for k in dict.fromkeys(k for v in variants for k in kept.get(v, []))
-                if difflib.SequenceMatcher(None, word, k).ratio() >= TYPO_RATIO]
+        near = [
+            k
+            for k in dict.fromkeys(k for v in variants for k in kept.get(v, []))
+            if difflib.SequenceMatcher(None, word, k).ratio() >= TYPO_RATIO
+        ]
         spelling[word] = min(near, key=lambda k: (-counts[k], k)) if near else word
         for v in () if near else variants:
             kept.setdefault(v, []).append(word)
@@ -124,8 +122,14 @@ def _gap(members: list[Asked]) -> Gap:
     )
 
 
-def group_questions(asked: Sequence[Asked], vectors: np.ndarray, threshold: float = THRESHOLD, *,
-                    method: str = METHOD, words: float | None = WORDS) -> list[Gap]:
+def group_questions(
+    asked: Sequence[Asked],
+    vectors: np.ndarray,
+    threshold: float = THRESHOLD,
+    *,
+    method: str = METHOD,
+    words: float | None = WORDS,
+) -> list[Gap]:
     """vectors: one L2-normalised row per asked question (same order). Groups sorted by count, then
     most recent. words=None clusters on the embeddings alone."""
     vectors = np.asarray(vectors)

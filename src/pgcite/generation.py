@@ -7,11 +7,13 @@ from __future__ import annotations
 import copy
 import json
 import re
-from typing import Iterator, Protocol, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Protocol
 
 from .config import Settings
 from .errors import PgciteError
 from .vocabulary import REFUSAL, Passage, SearchHit, Usage
+
 
 class GenerationError(PgciteError):
     """The generator failed (server down, timeout, HTTP error); one line, what to do."""
@@ -111,8 +113,10 @@ CHOICE_CHARS = 700  # of each candidate shown: its heading path and opening say 
 def build_choice_messages(question: str, hits: Sequence[SearchHit]) -> list[dict]:
     """The messages asking which of the candidates answer (rerank.ChatChooser)."""
     sources = _fenced([Passage(n, hit) for n, hit in enumerate(hits, 1)], CHOICE_CHARS)
-    return [{"role": "system", "content": CHOICE_PROMPT},
-            {"role": "user", "content": f"Sections:\n\n{sources}\n\nQuestion: {question.strip()}"}]
+    return [
+        {"role": "system", "content": CHOICE_PROMPT},
+        {"role": "user", "content": f"Sections:\n\n{sources}\n\nQuestion: {question.strip()}"},
+    ]
 
 
 def read_choice(reply: str, count: int) -> list[int]:
@@ -180,21 +184,21 @@ class ThinkFilter:
                 end = self.buffer.find(_CLOSE)
                 if end < 0:
                     keep = _partial_tag(self.buffer)
-                    self.buffer = self.buffer[len(self.buffer) - keep:] if keep else ""
+                    self.buffer = self.buffer[len(self.buffer) - keep :] if keep else ""
                     break
-                self.buffer = self.buffer[end + len(_CLOSE):]
+                self.buffer = self.buffer[end + len(_CLOSE) :]
                 self.thinking, self.holding, self.strip = False, False, True
                 continue
             start, end = self.buffer.find(_OPEN), self.buffer.find(_CLOSE)
             if end >= 0 and (start < 0 or end < start):  # a closing tag with no opening one
                 if self.shown or any(out):
                     raise _LeakedReasoning()
-                self.buffer = self.buffer[end + len(_CLOSE):]
+                self.buffer = self.buffer[end + len(_CLOSE) :]
                 self.holding, self.strip = False, True
                 continue
             if start >= 0:
                 out.append(self._out(self.buffer[:start]))
-                self.buffer = self.buffer[start + len(_OPEN):]
+                self.buffer = self.buffer[start + len(_OPEN) :]
                 self.thinking, self.holding = True, False
                 continue
             if self.holding and len(self.buffer.lstrip()) < self.hold:
@@ -202,7 +206,7 @@ class ThinkFilter:
             self.holding = False
             keep = _partial_tag(self.buffer)
             out.append(self._out(self.buffer[: len(self.buffer) - keep]))
-            self.buffer = self.buffer[len(self.buffer) - keep:]
+            self.buffer = self.buffer[len(self.buffer) - keep :]
             break
         return "".join(out)
 
@@ -251,7 +255,7 @@ class ChatGenerator:
             max_retries=settings.chat_retries,
         )
 
-    def configured(self, *, temperature: float | None = None, max_tokens: int | None = None) -> "ChatGenerator":
+    def configured(self, *, temperature: float | None = None, max_tokens: int | None = None) -> ChatGenerator:
         """A copy with one request's own temperature and output token limit."""
         other = copy.copy(self)
         other.temperature = self.temperature if temperature is None else temperature
@@ -267,8 +271,11 @@ class ChatGenerator:
 
         try:
             response = self._client.chat.completions.create(
-                model=self.model, messages=build_choice_messages(question, hits),  # type: ignore[arg-type]
-                temperature=0.0, **self._extra())
+                model=self.model,
+                messages=build_choice_messages(question, hits),  # type: ignore[arg-type]
+                temperature=0.0,
+                **self._extra(),
+            )
         except openai.OpenAIError as exc:
             raise self._error(exc, started=False) from None
         choices = getattr(response, "choices", None) or []

@@ -78,8 +78,13 @@ def too_large(limit: int) -> PgciteError:
 
 async def _reply_too_large(send, limit: int) -> None:
     body = json.dumps({"error": {"message": str(too_large(limit)), "type": "too_large", "code": "too_large"}}).encode()
-    await send({"type": "http.response.start", "status": 413,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import psycopg
 
+from . import calibration
+from .calibration import Calibration
 from .chunking import Chunk, chunk_by_headings, chunk_fixed
 from .config import Settings
 from .embedding import Embedder, fingerprint
 from .errors import PgciteError, SourceError, first_line
-from . import calibration
-from .calibration import Calibration
 from .markdown import ParsedDocument
 from .safety import injection_flags, link_flags, own_sites
 from .sites import Page, Site, detect, join_url
@@ -100,23 +100,34 @@ def chunk_budget(settings: Settings, embedder: Embedder) -> int:
 PROCESSING_VERSION = 5
 
 
-def processing_checksum(file_checksum: str, settings: Settings, budget: int, site: str = "",
-                        includes: str = "") -> str:
+def processing_checksum(file_checksum: str, settings: Settings, budget: int, site: str = "", includes: str = "") -> str:
     """What is stored as a document's checksum: the file's bytes, what it includes, the site
     generator that read it and how it was chunked, so an ingest with other settings (or a newer
     pgcite, or a changed included file) re-processes the file instead of skipping it."""
-    recipe = (f"{PROCESSING_VERSION}:{site}:{settings.chunk_strategy}:{budget}:{settings.chunk_overlap}:"
-              f"{settings.chunk_breadcrumb}:{settings.allowed_hosts}:{includes}")
+    recipe = (
+        f"{PROCESSING_VERSION}:{site}:{settings.chunk_strategy}:{budget}:{settings.chunk_overlap}:"
+        f"{settings.chunk_breadcrumb}:{settings.allowed_hosts}:{includes}"
+    )
     return hashlib.sha256(f"{file_checksum}\0{recipe}".encode()).hexdigest()
 
 
 def chunk_document(parsed: ParsedDocument, settings: Settings, embedder: Embedder, budget: int) -> list[Chunk]:
     if settings.chunk_strategy == "headings":
-        return chunk_by_headings(parsed, embedder.count_tokens, max_tokens=budget,
-                                 overlap_tokens=settings.chunk_overlap, with_breadcrumb=settings.chunk_breadcrumb)
+        return chunk_by_headings(
+            parsed,
+            embedder.count_tokens,
+            max_tokens=budget,
+            overlap_tokens=settings.chunk_overlap,
+            with_breadcrumb=settings.chunk_breadcrumb,
+        )
     if settings.chunk_strategy == "fixed":
-        return chunk_fixed(parsed, embedder.tokenizer, window=budget, overlap=settings.chunk_overlap,
-                           with_breadcrumb=settings.chunk_breadcrumb)
+        return chunk_fixed(
+            parsed,
+            embedder.tokenizer,
+            window=budget,
+            overlap=settings.chunk_overlap,
+            with_breadcrumb=settings.chunk_breadcrumb,
+        )
     raise PgciteError(f"unknown chunk_strategy {settings.chunk_strategy!r}; use 'headings' or 'fixed'")
 
 
@@ -138,11 +149,16 @@ WRITE_BATCH = 128  # chunks of whole files embedded as one batch, while the prev
 Progress = Callable[[str, IngestReport], None]
 
 
-def open_location(location: str, settings: Settings, extra_exclude: Sequence[str] = (),
-                  include_root: str | None = None) -> Source:
+def open_location(
+    location: str, settings: Settings, extra_exclude: Sequence[str] = (), include_root: str | None = None
+) -> Source:
     """The source behind a folder path, .zip path or s3:// URL, with the default exclusions."""
-    return open_source(location, exclude=(*DEFAULT_EXCLUDE, *extra_exclude),
-                       limits=Limits(max_file_bytes=settings.max_file_bytes), include_root=include_root)
+    return open_source(
+        location,
+        exclude=(*DEFAULT_EXCLUDE, *extra_exclude),
+        limits=Limits(max_file_bytes=settings.max_file_bytes),
+        include_root=include_root,
+    )
 
 
 def ingest(
@@ -170,26 +186,44 @@ def ingest(
     if not isinstance(site, Site):
         site = detect(source, site, route_base=route_base)
     if site.versions and version:
-        raise PgciteError(f"this {site.name} site has versions of its own ({', '.join(site.versions)}): ingest it "
-                          "without a version label; searches and answers choose among those versions")
+        raise PgciteError(
+            f"this {site.name} site has versions of its own ({', '.join(site.versions)}): ingest it "
+            "without a version label; searches and answers choose among those versions"
+        )
     base_url = base_url or site.base_url
     source.include, source.exclude = site.include, (*source.exclude, *site.exclude)
-    report = IngestReport(source=source_name, site=site.name, base_url=base_url, versions=site.versions,
-                          default_version=site.default_version or version)
+    report = IngestReport(
+        source=source_name,
+        site=site.name,
+        base_url=base_url,
+        versions=site.versions,
+        default_version=site.default_version or version,
+    )
     store.bind_model(embedder.model, embedder.dimension)
     budget = chunk_budget(settings, embedder)
 
     with store.source_lock(source_name):
-        previous = store.upsert_source(source_name, recorded_location or source.location, base_url, version,
-                                       site=site.name, default_version=report.default_version, options=options)
+        previous = store.upsert_source(
+            source_name,
+            recorded_location or source.location,
+            base_url,
+            version,
+            site=site.name,
+            default_version=report.default_version,
+            options=options,
+        )
         known = store.stored_files(source_name)
         # A new base URL or version label changes every stored row: re-process all files (the
         # vectors come from the cache).
         stored = known if previous in (None, (base_url, version)) else {}
         # The files whose stored version is current as long as their bytes are the same: the scan
         # skips those whose stamp says so, without reading them.
-        current = {path: f.stamp for path, f in stored.items() if f.stamp and f.checksum == processing_checksum(
-            f.file_checksum, settings, budget, site.name, site.digest(f.includes))}
+        current = {
+            path: f.stamp
+            for path, f in stored.items()
+            if f.stamp
+            and f.checksum == processing_checksum(f.file_checksum, settings, budget, site.name, site.digest(f.includes))
+        }
         restamp: dict[str, tuple[str, str]] = {}
         processed: dict[str, tuple[str, ...]] = {}  # path -> the site paths its page includes now
         bulk_load = not store.has_chunks()
@@ -199,8 +233,16 @@ def ingest(
         seen: set[str] = set()
         pending: list[_Pending] = []
         interrupted = False
-        writer = _Writer(source_name, base_url, version, store, embedder, report, progress,
-                         own_sites([base_url], settings.allowed_hosts))
+        writer = _Writer(
+            source_name,
+            base_url,
+            version,
+            store,
+            embedder,
+            report,
+            progress,
+            own_sites([base_url], settings.allowed_hosts),
+        )
         try:
             for item in source.scan(current):
                 seen.add(item.path)
@@ -209,7 +251,8 @@ def ingest(
                 elif isinstance(item, Skipped):
                     report.skipped.append(item)  # the stored version, if any, is kept
                 elif item.path in stored and stored[item.path].checksum == processing_checksum(
-                        item.checksum, settings, budget, site.name, site.digest(stored[item.path].includes)):
+                    item.checksum, settings, budget, site.name, site.digest(stored[item.path].includes)
+                ):
                     report.unchanged += 1
                     restamp[item.path] = (item.stamp, item.checksum)
                 else:
@@ -221,8 +264,9 @@ def ingest(
                         continue
                     report.problems += [f"{item.path}: {problem}" for problem in page.problems]
                     processed[item.path] = page.included
-                    checksum = processing_checksum(item.checksum, settings, budget, site.name,
-                                                   site.digest(page.included))
+                    checksum = processing_checksum(
+                        item.checksum, settings, budget, site.name, site.digest(page.included)
+                    )
                     pending.append(_Pending(page, checksum, chunks, item.path not in known, item.stamp, item.checksum))
                     if sum(len(p.chunks) for p in pending) >= WRITE_BATCH:
                         writer.submit(pending)
@@ -239,8 +283,13 @@ def ingest(
             report.removed = store.delete_documents(source_name, gone)
             report.paths["removed"] = gone
             # What the pages include now: a page read again says, the others as stored.
-            report.included = sorted({site.files.to_source(include) for path in seen for include in
-                                      processed.get(path, known[path].includes if path in known else ())})
+            report.included = sorted(
+                {
+                    site.files.to_source(include)
+                    for path in seen
+                    for include in processed.get(path, known[path].includes if path in known else ())
+                }
+            )
         except KeyboardInterrupt:
             interrupted = True
         except Exception:
@@ -272,8 +321,10 @@ def _usable(store: Store) -> bool:
 
 def _no_pages(source: Source, site: Site) -> str:
     kinds = ", ".join(site.pages)
-    return (f"no pages in {source.location}: no {kinds} files where a {site.name} site keeps them "
-            f"({source.others} other files); point at the documentation folder, or name its site generator (`pgcite ingest --site`)")
+    return (
+        f"no pages in {source.location}: no {kinds} files where a {site.name} site keeps them "
+        f"({source.others} other files); point at the documentation folder, or name its site generator (`pgcite ingest --site`)"
+    )
 
 
 class _Writer:
@@ -282,8 +333,17 @@ class _Writer:
     Each file is stored in its own transaction, before the next batch looks up its cache, so a
     text is embedded once per ingest however often it repeats."""
 
-    def __init__(self, source_name: str, base_url: str, version: str, store: Store, embedder: Embedder,
-                 report: IngestReport, progress: Progress | None, own: frozenset[str]) -> None:
+    def __init__(
+        self,
+        source_name: str,
+        base_url: str,
+        version: str,
+        store: Store,
+        embedder: Embedder,
+        report: IngestReport,
+        progress: Progress | None,
+        own: frozenset[str],
+    ) -> None:
         self.source_name, self.base_url, self.version = source_name, base_url, version
         self.own = own  # the docs' own sites, for the link flags
         self.store, self.embedder, self.report, self.progress = store, embedder, report, progress
@@ -299,8 +359,11 @@ class _Writer:
             return
         self.finish()
         # The cache key is the exact text the model sees, prefix included.
-        hashes = {id(c): embed_hash(self.embedder.model, cache_text(self.embedder, c.embed_text))
-                  for p in pending for c in p.chunks}
+        hashes = {
+            id(c): embed_hash(self.embedder.model, cache_text(self.embedder, c.embed_text))
+            for p in pending
+            for c in p.chunks
+        }
         vectors = self.store.cached_embeddings(list(set(hashes.values())))
         missing: dict[bytes, str] = {}
         for c in (c for p in pending for c in p.chunks):
@@ -317,8 +380,11 @@ class _Writer:
             # does not load the model): the model is the one the stored vectors came from.
             self.store.check_fingerprint(self.embedder.model, fingerprint(self.embedder), record=True)
             self._identity_checked = True
-        self._in_flight = (pending, hashes, self._worker.submit(self._embed, list(missing.items()), vectors,
-                                                                pending[-1].page.path))
+        self._in_flight = (
+            pending,
+            hashes,
+            self._worker.submit(self._embed, list(missing.items()), vectors, pending[-1].page.path),
+        )
 
     def finish(self) -> None:
         """Store the batch being embedded, once its vectors are there."""
@@ -362,14 +428,26 @@ class _Writer:
                 for c in p.chunks
             ]
             try:
-                self.store.replace_document(source_name, page.path, page.title, join_url(base_url, page.route),
-                                            p.checksum, rows, page.version or version, page.kind, page.included,
-                                            p.stamp, p.file_checksum)
+                self.store.replace_document(
+                    source_name,
+                    page.path,
+                    page.title,
+                    join_url(base_url, page.route),
+                    p.checksum,
+                    rows,
+                    page.version or version,
+                    page.kind,
+                    page.included,
+                    p.stamp,
+                    p.file_checksum,
+                )
             except (psycopg.errors.DataError, psycopg.errors.ProgramLimitExceeded) as exc:
                 # What this page holds, not the database: say so for the page, and go on.
                 report.skipped.append(Skipped(page.path, f"could not be stored: {first_line(exc)[:300]}"))
                 continue
-            report.flagged += [f"{page.path} > {r.heading or page.title}: {', '.join(r.flags)}" for r in rows if r.flags]
+            report.flagged += [
+                f"{page.path} > {r.heading or page.title}: {', '.join(r.flags)}" for r in rows if r.flags
+            ]
             if p.is_new:
                 report.new += 1
             else:

@@ -13,10 +13,10 @@ import shutil
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from .core import Pgcite
 from .embedding import Embedder, make_embedder
@@ -71,9 +71,20 @@ class Jobs:
         job = Job(uuid.uuid4().hex, source, "upload")
         with self._lock:
             self._remember(job)
-        self._worker.submit(self._run, job, lambda progress: self._core.ingest(
-            str(upload / "upload.zip"), source=source, base_url=base_url, embedder=self._embedder,
-            progress=progress, trigger="upload", uploaded=True), upload)
+        self._worker.submit(
+            self._run,
+            job,
+            lambda progress: self._core.ingest(
+                str(upload / "upload.zip"),
+                source=source,
+                base_url=base_url,
+                embedder=self._embedder,
+                progress=progress,
+                trigger="upload",
+                uploaded=True,
+            ),
+            upload,
+        )
         return job
 
     def sync(self, source: str, trigger: str, location: str = "") -> Job:
@@ -84,8 +95,11 @@ class Jobs:
                 return waiting
             job = self._waiting[source] = Job(uuid.uuid4().hex, source, location, kind="sync", trigger=trigger)
             self._remember(job)
-        self._worker.submit(self._run, job, lambda progress: self._core.sync(
-            source, trigger=trigger, embedder=self._embedder, progress=progress))
+        self._worker.submit(
+            self._run,
+            job,
+            lambda progress: self._core.sync(source, trigger=trigger, embedder=self._embedder, progress=progress),
+        )
         return job
 
     def _remember(self, job: Job) -> None:  # with the lock held
@@ -97,8 +111,9 @@ class Jobs:
     def get(self, job_id: str) -> Job:
         with self._lock:
             if job_id not in self._jobs:
-                raise PgciteError(f"no job {job_id!r} (finished jobs are kept until the server restarts)",
-                                  kind="not_found")
+                raise PgciteError(
+                    f"no job {job_id!r} (finished jobs are kept until the server restarts)", kind="not_found"
+                )
             return self._jobs[job_id]
 
     def close(self) -> None:
@@ -129,7 +144,10 @@ class Jobs:
 
         def progress(path: str, report: IngestReport) -> None:
             job.files_read, job.chunks_embedded, job.chunks_reused = (
-                report.files_read, report.chunks_embedded, report.chunks_reused)
+                report.files_read,
+                report.chunks_embedded,
+                report.chunks_reused,
+            )
 
         try:
             if self._embedder is None:

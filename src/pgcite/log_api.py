@@ -4,7 +4,8 @@ its sources)."""
 
 from __future__ import annotations
 
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 from fastapi import Depends, FastAPI, Query
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,8 +25,9 @@ class FeedbackRequest(BaseModel):
     comment: str | None = Field(default=None, max_length=MAX_COMMENT_CHARS)
 
 
-def add_log_routes(app: FastAPI, core: Pgcite, read_access: Callable[..., Caller],
-                   write_access: Callable[..., Caller]) -> None:
+def add_log_routes(
+    app: FastAPI, core: Pgcite, read_access: Callable[..., Caller], write_access: Callable[..., Caller]
+) -> None:
     @app.post("/v1/answers/{answer_id}/feedback")
     def feedback(answer_id: str, body: FeedbackRequest, caller: Caller = Depends(read_access)) -> dict:
         """Thumbs up or down, with an optional comment, on a logged answer (its `id`)."""
@@ -38,16 +40,24 @@ def add_log_routes(app: FastAPI, core: Pgcite, read_access: Callable[..., Caller
         return {"confirmed": core.confirm_refusal(answer_id, allowed=caller.sources)}
 
     @app.get("/v1/log")
-    def answer_log(since: str | None = Query(None, description="7d, 12h, 30m, 2w, or an ISO date"),
-                   refused: bool = False, source: str | None = None, limit: int = Query(100, ge=1, le=1000),
-                   caller: Caller = Depends(write_access)) -> dict:
+    def answer_log(
+        since: str | None = Query(None, description="7d, 12h, 30m, 2w, or an ISO date"),
+        refused: bool = False,
+        source: str | None = None,
+        limit: int = Query(100, ge=1, le=1000),
+        caller: Caller = Depends(write_access),
+    ) -> dict:
         """The `pgcite log --json` object: logged answers, newest first."""
-        rows = core.log_entries(since=parse_since(since), refused=refused, source=source, allowed=caller.sources,
-                                limit=limit)
+        rows = core.log_entries(
+            since=parse_since(since), refused=refused, source=source, allowed=caller.sources, limit=limit
+        )
         return {"answers": [shapes.log_entry(e) for e in rows]}
 
     @app.get("/v1/gaps")
-    def gaps(since: str = Query("30d", description="7d, 12h, 30m, 2w, or an ISO date"),
-             limit: int = Query(50, ge=1, le=500), caller: Caller = Depends(write_access)) -> dict:
+    def gaps(
+        since: str = Query("30d", description="7d, 12h, 30m, 2w, or an ISO date"),
+        limit: int = Query(50, ge=1, le=500),
+        caller: Caller = Depends(write_access),
+    ) -> dict:
         """The `pgcite gaps --json` object: what the docs are missing, most asked first."""
         return shapes.gaps(core.gaps(since=parse_since(since), allowed=caller.sources, limit=limit))

@@ -39,8 +39,18 @@ from markdown_it.token import Token
 from . import markup
 from .anchors import GITHUB, AnchorRule
 
-__all__ = ["PLAIN", "Block", "Dialect", "ParsedDocument", "Section", "clean", "clean_body", "parse", "parse_body",
-           "split_front_matter"]
+__all__ = [
+    "PLAIN",
+    "Block",
+    "Dialect",
+    "ParsedDocument",
+    "Section",
+    "clean",
+    "clean_body",
+    "parse",
+    "parse_body",
+    "split_front_matter",
+]
 
 
 @dataclass(frozen=True)
@@ -110,7 +120,7 @@ def split_front_matter(text: str) -> tuple[str, dict[str, Any]]:
     data: object = None
     if match := _YAML_FRONT_MATTER.match(text):
         try:
-            data = yaml.load(match.group(1), Loader=_FrontMatterLoader)  # noqa: S506 (a safe loader)
+            data = yaml.load(match.group(1), Loader=_FrontMatterLoader)
         except (yaml.YAMLError, RecursionError):  # RecursionError: nested thousands deep
             pass
     elif match := _TOML_FRONT_MATTER.match(text):
@@ -157,7 +167,9 @@ def clean(text: str, dialect: Dialect = PLAIN) -> tuple[str, dict[str, Any]]:
 # --- parse -------------------------------------------------------------------------------
 
 # A trailing attribute list: {#id}, { #id .class }, {: #id key=value }.
-_ATTRIBUTE_LIST = re.compile(r"\s*\{:?\s*((?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|\S+))(?:\s+(?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|\S+)))*)\s*\}\s*$")
+_ATTRIBUTE_LIST = re.compile(
+    r"\s*\{:?\s*((?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|\S+))(?:\s+(?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|\S+)))*)\s*\}\s*$"
+)
 _ID = re.compile(r"(?:^|\s)#([\w:.-]+)")
 _BLOCK_KINDS = {
     "paragraph_open": "paragraph",
@@ -223,8 +235,9 @@ def parse(text: str, fallback_title: str, dialect: Dialect = PLAIN) -> ParsedDoc
     return parse_body(body, front_matter, fallback_title, dialect)
 
 
-def parse_body(body: str, front_matter: dict[str, Any], fallback_title: str,
-               dialect: Dialect = PLAIN) -> ParsedDocument:
+def parse_body(
+    body: str, front_matter: dict[str, Any], fallback_title: str, dialect: Dialect = PLAIN
+) -> ParsedDocument:
     """`parse` for a body whose front matter is already split off."""
     body = clean_body(body, dialect)
     lines = body.split("\n")

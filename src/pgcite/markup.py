@@ -17,8 +17,8 @@ __all__ = [
     "Fence",
     "Tag",
     "clean_prose",
-    "fence_open",
     "fence_closes",
+    "fence_open",
     "is_markup",
     "iter_tags",
     "jsx_expression_end",
@@ -95,8 +95,9 @@ def protect_code_spans(text: str) -> tuple[str, Callable[[str], str]]:
             continue
         paragraph_end = re.compile(r"\n[ \t]*\n").search(text, opening.end())
         limit = paragraph_end.start() if paragraph_end else len(text)
-        closing = next((m for m in _BACKTICKS.finditer(text, opening.end(), limit)
-                        if len(m.group()) == len(opening.group())), None)
+        closing = next(
+            (m for m in _BACKTICKS.finditer(text, opening.end(), limit) if len(m.group()) == len(opening.group())), None
+        )
         if closing is None:
             continue
         out.append(text[pos : opening.start()])
@@ -120,20 +121,65 @@ _MAX_TAG = 4000  # characters; a "<" that opens no tag within this is text
 
 # HTML's own elements. In Markdown (not MDX) a lowercase tag that is not one of them is text a
 # page shows: scraped docs write prompt tags such as <thinking> or <document> in plain prose.
-HTML_ELEMENTS = frozenset("""a abbr address area article aside audio b base bdi bdo big blockquote body br button canvas
-    caption center cite code col colgroup data datalist dd del details dfn dialog div dl dt em embed fieldset
-    figcaption figure font footer form h1 h2 h3 h4 h5 h6 head header hgroup hr html i iframe img input ins kbd label
-    legend li link main map mark menu meta meter nav nobr noscript object ol optgroup option output p param picture
-    pre progress q rp rt ruby s samp script section select small source span strike strong style sub summary sup svg
-    table tbody td template textarea tfoot th thead time title tr track tt u ul var video wbr""".split())
+HTML_ELEMENTS = frozenset(
+    ["a", "abbr", "address", "area", "article", "aside", "audio", "b", "base", "bdi", "bdo", "big", "blockquote", "body", "br", "button", "canvas", "caption", "center", "cite", "code", "col", "colgroup", "data", "datalist", "dd", "del", "details", "dfn", "dialog", "div", "dl", "dt", "em", "embed", "fieldset", "figcaption", "figure", "font", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "head", "header", "hgroup", "hr", "html", "i", "iframe", "img", "input", "ins", "kbd", "label", "legend", "li", "link", "main", "map", "mark", "menu", "meta", "meter", "nav", "nobr", "noscript", "object", "ol", "optgroup", "option", "output", "p", "param", "picture", "pre", "progress", "q", "rp", "rt", "ruby", "s", "samp", "script", "section", "select", "small", "source", "span", "strike", "strong", "style", "sub", "summary", "sup", "svg", "table", "tbody", "td", "template", "textarea", "tfoot", "th", "thead", "time", "title", "tr", "track", "tt", "u", "ul", "var", "video", "wbr"]
+)
 # Their content is not text a reader sees (or is data for scripts).
-_HIDDEN = {"script", "style", "svg", "iframe", "noscript", "template", "head", "object", "canvas",
-           "video", "audio", "picture", "math", "select", "textarea"}
+_HIDDEN = {
+    "script",
+    "style",
+    "svg",
+    "iframe",
+    "noscript",
+    "template",
+    "head",
+    "object",
+    "canvas",
+    "video",
+    "audio",
+    "picture",
+    "math",
+    "select",
+    "textarea",
+}
 # Block-level: a line break keeps the text on either side apart.
-_BLOCK = {"p", "div", "section", "article", "header", "footer", "nav", "aside", "main", "ul", "ol",
-          "li", "table", "thead", "tbody", "tfoot", "tr", "h1", "h2", "h3", "h4", "h5", "h6",
-          "blockquote", "pre", "figure", "figcaption", "dl", "dt", "dd", "details", "center",
-          "form", "fieldset", "hr"}
+_BLOCK = {
+    "p",
+    "div",
+    "section",
+    "article",
+    "header",
+    "footer",
+    "nav",
+    "aside",
+    "main",
+    "ul",
+    "ol",
+    "li",
+    "table",
+    "thead",
+    "tbody",
+    "tfoot",
+    "tr",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "blockquote",
+    "pre",
+    "figure",
+    "figcaption",
+    "dl",
+    "dt",
+    "dd",
+    "details",
+    "center",
+    "form",
+    "fieldset",
+    "hr",
+}
 _CELLS = {"td", "th", "br"}
 _MARKS = {"code": "`", "kbd": "`", "samp": "`", "tt": "`", "strong": "**", "b": "**", "em": "*", "i": "*"}
 # JSX components whose label is what the reader sees as a tab or box title.
@@ -225,7 +271,9 @@ def _replacement(tag: Tag, links: list[str], inline: bool) -> str:
     if name == "summary":
         return "**\n" if tag.closing else "\n**"
     if name in _LABELLED and not tag.closing:
-        label = next((tag.attrs[a] for a in _LABELLED[name] if tag.attrs.get(a) and not tag.attrs[a].startswith("{")), "")
+        label = next(
+            (tag.attrs[a] for a in _LABELLED[name] if tag.attrs.get(a) and not tag.attrs[a].startswith("{")), ""
+        )
         return f"\n**{label}**\n" if label else "\n"
     if name in _CELLS:
         return " "
@@ -272,7 +320,9 @@ def strip_tags(text: str, jsx: bool = True) -> str:
         # A component inside a line of text (<Highlight>, <Link>) is inline; on a line of its own, a block.
         line_start = text.rfind("\n", 0, tag.start) + 1
         line_end = text.find("\n", tag.end)
-        inline = bool(text[line_start : tag.start].strip()) and bool(text[tag.end : None if line_end < 0 else line_end].strip())
+        inline = bool(text[line_start : tag.start].strip()) and bool(
+            text[tag.end : None if line_end < 0 else line_end].strip()
+        )
         out.append(_replacement(tag, links, inline))
     out.append(text[pos:])
     return _EMPTY_LINK.sub("", "".join(out))
@@ -285,9 +335,29 @@ _MDX_COMMENT = re.compile(r"\{/\*.*?\*/\}", re.DOTALL)
 _CONTAINER = re.compile(
     r"^(?P<indent>[ \t]*):{3,}[ \t]*(?P<kind>[\w-]*)[ \t]*(?:\[(?P<bracketed>[^\]]*)\]|(?P<title>.*?))[ \t]*(?:\{[^}]*\})?[ \t]*$"
 )
-_GENERIC_TITLES = {"info", "tip", "note", "warning", "danger", "caution", "important", "details", "success",
-                   "example", "abstract", "question", "failure", "bug", "quote", "attention", "error", "hint",
-                   "check", "todo", "seealso"}
+_GENERIC_TITLES = {
+    "info",
+    "tip",
+    "note",
+    "warning",
+    "danger",
+    "caution",
+    "important",
+    "details",
+    "success",
+    "example",
+    "abstract",
+    "question",
+    "failure",
+    "bug",
+    "quote",
+    "attention",
+    "error",
+    "hint",
+    "check",
+    "todo",
+    "seealso",
+}
 _MARKER_LINE = re.compile(
     r"""^[ \t]*(?:
         <a[ \t]+id=['"]snippet-[^'"]*['"][ \t]*>[ \t]*</a>          # MarkdownSnippets start anchor

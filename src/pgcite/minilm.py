@@ -10,8 +10,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 from tokenizers import Tokenizer
@@ -52,24 +52,49 @@ def build_graph(model_dir: Path):
     positions = weight("positions", w[e + "position_embeddings.weight"] + w[e + "token_type_embeddings.weight"][0])
     zero = weight("zero", np.array([0], np.int64))
     length = op("Shape", ["input_ids"], start=1, end=2)
-    x = op("Add", [op("Gather", [weight("words", w[e + "word_embeddings.weight"]), "input_ids"]),
-                   op("Slice", [positions, zero, length, zero])])
-    x = op("LayerNormalization", [x, weight("ln", w[e + "LayerNorm.weight"]), weight("lnb", w[e + "LayerNorm.bias"])],
-           epsilon=eps, axis=-1)
+    x = op(
+        "Add",
+        [
+            op("Gather", [weight("words", w[e + "word_embeddings.weight"]), "input_ids"]),
+            op("Slice", [positions, zero, length, zero]),
+        ],
+    )
+    x = op(
+        "LayerNormalization",
+        [x, weight("ln", w[e + "LayerNorm.weight"]), weight("lnb", w[e + "LayerNorm.bias"])],
+        epsilon=eps,
+        axis=-1,
+    )
     mask = op("Cast", ["attention_mask"], to=TensorProto.INT32)
     for n in range(config["num_hidden_layers"]):
         p = f"encoder.layer.{n}."
         qkv = [p + f"attention.self.{k}." for k in ("query", "key", "value")]
-        x_attended = op("Attention", [x, weight(p + "qkv", np.concatenate([w[k + "weight"].T for k in qkv], axis=1)),
-                                      weight(p + "qkvb", np.concatenate([w[k + "bias"] for k in qkv])), mask],
-                        domain=ms, num_heads=heads)
+        x_attended = op(
+            "Attention",
+            [
+                x,
+                weight(p + "qkv", np.concatenate([w[k + "weight"].T for k in qkv], axis=1)),
+                weight(p + "qkvb", np.concatenate([w[k + "bias"] for k in qkv])),
+                mask,
+            ],
+            domain=ms,
+            num_heads=heads,
+        )
 
         def dense_add_norm(residual: str, inner: str, dense: str, norm: str) -> str:
             projected = op("MatMul", [inner, weight(p + dense, w[p + dense + ".weight"].T)])
-            return op("SkipLayerNormalization", [projected, residual, weight(p + norm, w[p + norm + ".weight"]),
-                                                 weight(p + norm + "b", w[p + norm + ".bias"]),
-                                                 weight(p + dense + "b", w[p + dense + ".bias"])],
-                      domain=ms, epsilon=eps)
+            return op(
+                "SkipLayerNormalization",
+                [
+                    projected,
+                    residual,
+                    weight(p + norm, w[p + norm + ".weight"]),
+                    weight(p + norm + "b", w[p + norm + ".bias"]),
+                    weight(p + dense + "b", w[p + dense + ".bias"]),
+                ],
+                domain=ms,
+                epsilon=eps,
+            )
 
         x = dense_add_norm(x, x_attended, "attention.output.dense", "attention.output.LayerNorm")
         inner = op("MatMul", [x, weight(p + "intermediate", w[p + "intermediate.dense.weight"].T)])
@@ -78,17 +103,30 @@ def build_graph(model_dir: Path):
     # Mean over the real tokens, then unit length (sentence-transformers' Pooling + Normalize).
     real = op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
     axis = weight("axis", np.array([1], np.int64))
-    summed = op("ReduceSum", [op("Mul", [x, op("Unsqueeze", [real, weight("last", np.array([2], np.int64))])]), axis],
-                keepdims=0)
+    summed = op(
+        "ReduceSum",
+        [op("Mul", [x, op("Unsqueeze", [real, weight("last", np.array([2], np.int64))])]), axis],
+        keepdims=0,
+    )
     count = op("Max", [op("ReduceSum", [real, axis], keepdims=1), weight("tiny", np.array(1e-9, np.float32))])
     op("LpNormalization", [op("Div", [summed, count])], output="embedding", axis=1, p=2)
     graph = helper.make_graph(
-        nodes, "all-MiniLM-L6-v2",
-        [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"]) for name in ("input_ids", "attention_mask")],
-        [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", w[e + "word_embeddings.weight"].shape[1]])],
-        initializers)
-    return onnx.helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid(ms, 1)],
-                                  ir_version=10)
+        nodes,
+        "all-MiniLM-L6-v2",
+        [
+            helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"])
+            for name in ("input_ids", "attention_mask")
+        ],
+        [
+            helper.make_tensor_value_info(
+                "embedding", TensorProto.FLOAT, ["batch", w[e + "word_embeddings.weight"].shape[1]]
+            )
+        ],
+        initializers,
+    )
+    return onnx.helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid(ms, 1)], ir_version=10
+    )
 
 
 def _cache_key(model_dir: Path) -> str:
@@ -116,21 +154,30 @@ def _convert(model_dir: Path, target: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
     except OSError as exc:
-        raise EmbeddingError(f"cannot write the model cache {target.parent} ({exc.strerror}); "
-                             "set PGCITE_MODEL_CACHE to a writable folder") from None
+        raise EmbeddingError(
+            f"cannot write the model cache {target.parent} ({exc.strerror}); "
+            "set PGCITE_MODEL_CACHE to a writable folder"
+        ) from None
     weights = target.with_suffix(".weights")
     try:
         # Graph and weights carry their final names and the weights move first: a reader that sees
         # the graph finds its weights, and two processes converting at once both succeed.
-        onnx.save(build_graph(model_dir), work / target.name, save_as_external_data=True,
-                  all_tensors_to_one_file=True, location=weights.name)
+        onnx.save(
+            build_graph(model_dir),
+            work / target.name,
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=weights.name,
+        )
         verify(MiniLM(work / target.name, model_dir))
         os.chmod(work / weights.name, 0o644)  # onnx writes it owner-only; the graph beside it is 0644
         os.replace(work / weights.name, weights)
         os.replace(work / target.name, target)
     except OSError as exc:
-        raise EmbeddingError(f"cannot write the model cache {target.parent} ({exc.strerror}); "
-                             "free some space or set PGCITE_MODEL_CACHE to another folder") from None
+        raise EmbeddingError(
+            f"cannot write the model cache {target.parent} ({exc.strerror}); "
+            "free some space or set PGCITE_MODEL_CACHE to another folder"
+        ) from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -140,8 +187,10 @@ def verify(model: MiniLM) -> None:
     ours = model.encode(reference["texts"])
     cosines = np.sum(ours * np.array(reference["vectors"], dtype=np.float32), axis=1)
     if cosines.min() < PARITY:
-        raise EmbeddingError(f"the converted bundled model gives other vectors than the reference (cosine "
-                             f"{cosines.min():.5f}); reinstall pgcite and report this as a bug")
+        raise EmbeddingError(
+            f"the converted bundled model gives other vectors than the reference (cosine "
+            f"{cosines.min():.5f}); reinstall pgcite and report this as a bug"
+        )
 
 
 class MiniLM:
@@ -154,8 +203,9 @@ class MiniLM:
         try:
             self.session = onnxruntime.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime's own Fail / InvalidProtobuf / NoSuchFile
-            raise EmbeddingError(f"cannot load the bundled model from {onnx_file} ({str(exc)[:200]}); "
-                                 "delete that file and run again") from None
+            raise EmbeddingError(
+                f"cannot load the bundled model from {onnx_file} ({str(exc)[:200]}); delete that file and run again"
+            ) from None
         self.dimension = self.session.get_outputs()[0].shape[1]
         max_tokens = json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"]
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
@@ -177,6 +227,6 @@ class MiniLM:
             tokens = np.zeros((len(rows), length), dtype=np.int64)
             mask = np.zeros((len(rows), length), dtype=np.int64)
             for row, i in enumerate(rows):
-                tokens[row, :len(ids[i])], mask[row, :len(ids[i])] = ids[i], 1
+                tokens[row, : len(ids[i])], mask[row, : len(ids[i])] = ids[i], 1
             out[rows] = self.session.run(None, {"input_ids": tokens, "attention_mask": mask})[0]
         return out

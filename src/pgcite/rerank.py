@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import socket
 import urllib.error
 import urllib.request
-from typing import Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from .config import Settings
 from .errors import PgciteError
@@ -51,29 +51,45 @@ class RerankServer:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return json.loads(response.read())
         except urllib.error.HTTPError as exc:
-            raise RerankError(f"the re-ranking server at {self.url} answered HTTP {exc.code} to /rerank; "
-                              "check PGCITE_RERANK_URL (usually ending in /v1) and PGCITE_RERANK_MODEL") from None
-        except (TimeoutError, socket.timeout):
-            raise RerankError(f"the re-ranking server at {self.url} did not answer within {self.timeout:g} s; "
-                              "raise PGCITE_RERANK_TIMEOUT or check the server") from None
+            raise RerankError(
+                f"the re-ranking server at {self.url} answered HTTP {exc.code} to /rerank; "
+                "check PGCITE_RERANK_URL (usually ending in /v1) and PGCITE_RERANK_MODEL"
+            ) from None
+        except TimeoutError:
+            raise RerankError(
+                f"the re-ranking server at {self.url} did not answer within {self.timeout:g} s; "
+                "raise PGCITE_RERANK_TIMEOUT or check the server"
+            ) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise RerankError(f"cannot reach the re-ranking server at {self.url} ({reason}); "
-                              "start it or fix PGCITE_RERANK_URL") from None
+            raise RerankError(
+                f"cannot reach the re-ranking server at {self.url} ({reason}); start it or fix PGCITE_RERANK_URL"
+            ) from None
         except ValueError:
             raise RerankError(f"the re-ranking server at {self.url} answered /rerank with something not JSON") from None
 
     def scores(self, query: str, texts: Sequence[str]) -> list[float]:
         """One score per text, higher is more relevant."""
-        data = self._post({"model": self.model, "query": query, "documents": list(texts), "texts": list(texts),
-                           "top_n": len(texts), "return_documents": False})
+        data = self._post(
+            {
+                "model": self.model,
+                "query": query,
+                "documents": list(texts),
+                "texts": list(texts),
+                "top_n": len(texts),
+                "return_documents": False,
+            }
+        )
         try:
             results = data["results"] if isinstance(data, dict) else data
-            scored = {int(r["index"]): float(r["relevance_score"] if "relevance_score" in r else r["score"])
-                      for r in results}
+            scored = {
+                int(r["index"]): float(r["relevance_score"] if "relevance_score" in r else r["score"]) for r in results
+            }
         except (ValueError, KeyError, TypeError, AttributeError):
-            raise RerankError(f"the re-ranking server at {self.url} answered /rerank in a shape pgcite does not "
-                              "read (expected results with index and relevance_score)") from None
+            raise RerankError(
+                f"the re-ranking server at {self.url} answered /rerank in a shape pgcite does not "
+                "read (expected results with index and relevance_score)"
+            ) from None
         if set(scored) != set(range(len(texts))):
             raise RerankError(f"the re-ranking server at {self.url} scored {len(scored)} of {len(texts)} texts")
         return [scored[i] for i in range(len(texts))]

@@ -7,8 +7,8 @@ other candidate was left out."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from .config import DEFAULT_SEARCH_MODE
 from .embedding import Embedder
@@ -53,8 +53,12 @@ def _check_query(query: str, filters: SearchFilter = SearchFilter()) -> None:
     if not query.strip():
         raise PgciteError("the question is empty; ask something")
     # PostgreSQL text cannot hold NUL: said of the value, not as a database fault (it read "check the server").
-    for what, value in (("question", query), ("source", filters.source), ("path", filters.path_prefix),
-                        ("version", filters.version)):
+    for what, value in (
+        ("question", query),
+        ("source", filters.source),
+        ("path", filters.path_prefix),
+        ("version", filters.version),
+    ):
         if value and "\x00" in value:
             raise PgciteError(f"the {what} holds a NUL character (\\x00); remove it")
 
@@ -81,9 +85,14 @@ def search(
     its order of the first stage's best candidates."""
     if not 1 <= k <= MAX_K:
         raise PgciteError(f"k is from 1 to {MAX_K} (got {k})")
-    hits = store.search(_embed_question(store, embedder, query, filters), query,
-                        max(k, reranker.candidates) if reranker else k, mode=mode, filters=filters,
-                        demote_changelogs=not is_release_question(query))
+    hits = store.search(
+        _embed_question(store, embedder, query, filters),
+        query,
+        max(k, reranker.candidates) if reranker else k,
+        mode=mode,
+        filters=filters,
+        demote_changelogs=not is_release_question(query),
+    )
     return reranker.rerank(query, hits)[:k] if reranker else hits
 
 
@@ -104,11 +113,19 @@ def retrieve(
     if max_distance is not None and not 0 < max_distance <= 2:
         raise PgciteError(f"the threshold is a cosine distance between 0 and 2 (got {max_distance})")
     vector = _embed_question(store, embedder, question, filters)
-    hits = store.search(vector, question, MAX_CANDIDATES, mode=mode, filters=filters,
-                        max_distance=max_distance, calibrated=True, bar_key="floor" if loose else "bar",
-                        default_bar=DEFAULT_FLOOR if loose else DEFAULT_MAX_DISTANCE,
-                        word_match=WordMatch(WORD_MATCH_COVERAGE, WORD_MATCH_SLACK),
-                        demote_changelogs=not is_release_question(question))
+    hits = store.search(
+        vector,
+        question,
+        MAX_CANDIDATES,
+        mode=mode,
+        filters=filters,
+        max_distance=max_distance,
+        calibrated=True,
+        bar_key="floor" if loose else "bar",
+        default_bar=DEFAULT_FLOOR if loose else DEFAULT_MAX_DISTANCE,
+        word_match=WordMatch(WORD_MATCH_COVERAGE, WORD_MATCH_SLACK),
+        demote_changelogs=not is_release_question(question),
+    )
     return reranker.rerank(question, hits) if reranker else hits
 
 
@@ -125,7 +142,7 @@ def names_in(question: str) -> list[str]:
     sentence_start = True
     for match in _TERM.finditer(question):
         code, word = match.groups()
-        first, sentence_start = sentence_start, question[match.end():match.end() + 1] in (".", "?", "!")
+        first, sentence_start = sentence_start, question[match.end() : match.end() + 1] in (".", "?", "!")
         if code:
             out.append(code)
         elif not first and len(word) > 1 and (word[0].isupper() or re.search(r"[a-z][A-Z]|[A-Za-z]\d", word)):
@@ -157,8 +174,11 @@ def names_asked_about(embedder: Embedder, question: str, names: Sequence[str], v
         return []
     rests = [" ".join(re.sub(r"`?" + re.escape(name) + r"`?", " ", question).split()) for name in names]
     vectors = embedder.embed_queries([question, *rests])
-    return [name for name, vector in zip(names, vectors[1:])
-            if (1.0 - float(vectors[0] @ vector)) * vector_scale >= NAME_SHIFT]
+    return [
+        name
+        for name, vector in zip(names, vectors[1:])
+        if (1.0 - float(vectors[0] @ vector)) * vector_scale >= NAME_SHIFT
+    ]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Iterable
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from publicsuffixlist import PublicSuffixList
@@ -112,10 +112,14 @@ def offsite_links(text: str, own: frozenset[str]) -> list[str]:
 _PURPOSES = {
     "sends readers to another site for credentials": re.compile(
         r"\b(passwords?|passphrase|credentials?|api[ -]?keys?|secret keys?|access tokens?|sign[ -]?in|log[ -]?in|"
-        r"login|verify your (account|identity)|one-time (code|password)|2fa|seed phrase|private key)\b", re.IGNORECASE),
+        r"login|verify your (account|identity)|one-time (code|password)|2fa|seed phrase|private key)\b",
+        re.IGNORECASE,
+    ),
     "sends readers to another site for payment": re.compile(
         r"\b(pay|payments?|credit cards?|card (number|details)|billing|invoices?|purchase|wire transfer|"
-        r"bank (account|details)|bitcoin|cryptocurrency|wallet)\b", re.IGNORECASE),
+        r"bank (account|details)|bitcoin|cryptocurrency|wallet)\b",
+        re.IGNORECASE,
+    ),
 }
 _DOWNLOAD = "sends readers to another site for a download"
 _PROGRAM = re.compile(r"\.(exe|msi|dmg|pkg|deb|rpm|apk|appimage|sh|ps1|bat|cmd|scr|jar)$", re.IGNORECASE)

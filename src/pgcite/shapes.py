@@ -6,7 +6,6 @@ ever added."""
 from __future__ import annotations
 
 import dataclasses
-
 from typing import TYPE_CHECKING
 
 from .answer import Answer
@@ -54,8 +53,12 @@ def answer(a: Answer) -> dict:
 
 
 def status(st: Status, answer_log: bool) -> dict:
-    return dict(dataclasses.asdict(st), model=({"name": st.model[0], "dimension": st.model[1]} if st.model else None),
-                sources=[source(s) for s in st.sources], answer_log=answer_log)
+    return dict(
+        dataclasses.asdict(st),
+        model=({"name": st.model[0], "dimension": st.model[1]} if st.model else None),
+        sources=[source(s) for s in st.sources],
+        answer_log=answer_log,
+    )
 
 
 def source(s: SourceInfo) -> dict:
@@ -67,16 +70,35 @@ def key(k: ApiKey) -> dict:
 
 
 def ingest_report(r: IngestReport) -> dict:
-    return dict(dataclasses.asdict(r), versions=list(r.versions), files_read=r.files_read, seconds=round(r.seconds, 3),
-                calibration=r.calibration.to_json() if r.calibration else None)
+    return dict(
+        dataclasses.asdict(r),
+        versions=list(r.versions),
+        files_read=r.files_read,
+        seconds=round(r.seconds, 3),
+        calibration=r.calibration.to_json() if r.calibration else None,
+    )
 
 
 def log_entry(e: LogEntry) -> dict:
-    return dict(dataclasses.asdict(e), asked_at=e.asked_at.isoformat(),
-                rated_at=e.rated_at.isoformat() if e.rated_at else None,
-                scope=list(e.scope) if e.scope is not None else None)
+    return dict(
+        dataclasses.asdict(e),
+        asked_at=e.asked_at.isoformat(),
+        rated_at=e.rated_at.isoformat() if e.rated_at else None,
+        scope=list(e.scope) if e.scope is not None else None,
+    )
 
 
 def gaps(groups: list[Gap]) -> dict:
-    return {"gaps": [{"count": g.count, "last_asked": g.last_asked.isoformat(), "examples": g.examples,
-                      "reasons": g.reasons, "ids": g.ids, "closest": [hit(h) for h in g.closest]} for g in groups]}
+    return {
+        "gaps": [
+            {
+                "count": g.count,
+                "last_asked": g.last_asked.isoformat(),
+                "examples": g.examples,
+                "reasons": g.reasons,
+                "ids": g.ids,
+                "closest": [hit(h) for h in g.closest],
+            }
+            for g in groups
+        ]
+    }

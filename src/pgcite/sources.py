@@ -229,16 +229,18 @@ def _to_record(path: str, raw: bytes, limits: Limits, stamp: str = "") -> Docume
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         return Skipped(path, "UTF-16 text, not UTF-8: save it as UTF-8")
     if (nul := raw.find(b"\x00")) >= 0:
-        return Skipped(path, "binary file, not Markdown text" if nul < BINARY_SNIFF_BYTES else
-                       f"a NUL byte at offset {nul}, which text cannot hold: remove it")
+        return Skipped(
+            path,
+            "binary file, not Markdown text"
+            if nul < BINARY_SNIFF_BYTES
+            else f"a NUL byte at offset {nul}, which text cannot hold: remove it",
+        )
     # Strip the BOM ourselves (not "utf-8-sig") so error offsets count from byte 0.
     bom = 3 if raw.startswith(b"\xef\xbb\xbf") else 0
     try:
         text = raw[bom:].decode("utf-8")
     except UnicodeDecodeError as err:
-        return Skipped(
-            path, f"not UTF-8 text (invalid byte at offset {err.start + bom}): save it as UTF-8"
-        )
+        return Skipped(path, f"not UTF-8 text (invalid byte at offset {err.start + bom}): save it as UTF-8")
     if not text.strip():
         return Skipped(path, "empty file")
     return Document(path, text, hashlib.sha256(raw).hexdigest(), stamp)
@@ -361,9 +363,7 @@ class FolderSource(_Reader):
         with open(real, "rb") as f:
             return self._bounded(path, f.read(self.limits.max_file_bytes + 1))
 
-    def _walk(
-        self, abs_dir: str, rel_dir: str, ancestors: frozenset[str]
-    ) -> Iterator[tuple[str, str | Skipped]]:
+    def _walk(self, abs_dir: str, rel_dir: str, ancestors: frozenset[str]) -> Iterator[tuple[str, str | Skipped]]:
         """Yield (relative path, absolute file path or Skipped), in no particular order."""
         try:
             with os.scandir(abs_dir) as it:
@@ -371,10 +371,7 @@ class FolderSource(_Reader):
         except OSError as err:
             if not rel_dir:
                 raise SourceError(
-                    _one_line(
-                        f"cannot read folder {self.location} ({err.strerror or err}): "
-                        "check its permissions"
-                    )
+                    _one_line(f"cannot read folder {self.location} ({err.strerror or err}): check its permissions")
                 ) from None
             reason = f"cannot read folder ({err.strerror or err}): check its permissions"
             yield rel_dir, Skipped(rel_dir, _one_line(reason))
@@ -481,16 +478,17 @@ class ZipSource(_Reader):
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as err:
             raise SourceError(
                 _one_line(
-                    f"not a readable zip archive: {self.location} ({err}): "
-                    "check the file or re-create the archive"
+                    f"not a readable zip archive: {self.location} ({err}): check the file or re-create the archive"
                 )
             ) from None
 
     def exists(self, path: str) -> bool:
         wanted = "/".join(_split(path))
         with self._open() as zf:
-            return any(name == wanted or name.startswith(wanted + "/")
-                       for name in (n.replace("\\", "/").strip("/") for n in zf.namelist()))
+            return any(
+                name == wanted or name.startswith(wanted + "/")
+                for name in (n.replace("\\", "/").strip("/") for n in zf.namelist())
+            )
 
     def read(self, path: str) -> bytes:
         member = self._member(path)
@@ -565,8 +563,7 @@ class ZipSource(_Reader):
                     with zf.open(item) as f:
                         # Bounded: a header that lies about the size cannot blow memory.
                         raw = f.read(self.limits.max_file_bytes + 1)
-                except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError,
-                        RuntimeError, OSError) as err:
+                except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, OSError) as err:
                     reason = f"cannot read it from the zip ({err}): re-create the archive"
                     yield Skipped(path, _one_line(reason))
                     continue
@@ -577,12 +574,10 @@ class ZipSource(_Reader):
 
 
 def _parse_s3(location: str) -> tuple[str, str]:
-    rest = location[len("s3://"):]
+    rest = location[len("s3://") :]
     bucket, _, prefix = rest.partition("/")
     if not bucket:
-        raise SourceError(
-            _one_line(f"no bucket in {location}: write it as s3://bucket or s3://bucket/prefix")
-        )
+        raise SourceError(_one_line(f"no bucket in {location}: write it as s3://bucket or s3://bucket/prefix"))
     prefix = prefix.strip("/")
     # A prefix is a folder: "docs" must not also pick up "docs-old/...".
     return bucket, f"{prefix}/" if prefix else ""
@@ -638,14 +633,8 @@ class S3Source(_Reader):
                 f"no AWS credentials found for {where}: "
                 "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)"
             )
-        elif isinstance(
-            err, (EndpointConnectionError, ConnectTimeoutError, ConnectionClosedError,
-                  ReadTimeoutError)
-        ):
-            msg = (
-                f"cannot reach the S3 endpoint {self.endpoint}: "
-                "check AWS_ENDPOINT_URL and your network"
-            )
+        elif isinstance(err, (EndpointConnectionError, ConnectTimeoutError, ConnectionClosedError, ReadTimeoutError)):
+            msg = f"cannot reach the S3 endpoint {self.endpoint}: check AWS_ENDPOINT_URL and your network"
         elif isinstance(err, ClientError):
             code = str(err.response.get("Error", {}).get("Code", ""))
             status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
@@ -654,8 +643,7 @@ class S3Source(_Reader):
                     f"S3 bucket {self.bucket!r} does not exist at {self.endpoint}: "
                     f"check the bucket name in {self.location}"
                 )
-            elif code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch",
-                          "403") or status == 403:
+            elif code in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403") or status == 403:
                 msg = (
                     f"access denied to {where} ({code}): check the credentials and that "
                     "they may list and read this bucket"
@@ -673,15 +661,13 @@ class S3Source(_Reader):
 
         found: dict[str, tuple[str, str, int, str]] = {}
         try:
-            pages = self._client.get_paginator("list_objects_v2").paginate(
-                Bucket=self.bucket, Prefix=self.prefix
-            )
+            pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix)
             for page in pages:
                 for obj in page.get("Contents", []):
                     key = str(obj["Key"])
                     if key.endswith("/"):  # "folder" placeholder objects
                         continue
-                    rel = "/".join(_split(key[len(self.prefix):]))
+                    rel = "/".join(_split(key[len(self.prefix) :]))
                     if not rel or not self._wanted(rel):
                         continue
                     size = int(obj.get("Size", 0))

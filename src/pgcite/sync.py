@@ -7,7 +7,8 @@ import os
 import re
 import subprocess
 import threading
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import psycopg
 from watchfiles import DefaultFilter
@@ -27,9 +28,17 @@ DEBOUNCE_MS = 2000
 PULL_TIMEOUT = 120  # seconds
 
 
-def watch(core: Pgcite, location: str, *, source: str, options: dict, first: IngestReport,
-          on_pass: Callable[[IngestReport], None], on_error: Callable[[str], None],
-          stop: threading.Event | None = None) -> None:
+def watch(
+    core: Pgcite,
+    location: str,
+    *,
+    source: str,
+    options: dict,
+    first: IngestReport,
+    on_pass: Callable[[IngestReport], None],
+    on_error: Callable[[str], None],
+    stop: threading.Event | None = None,
+) -> None:
     """Run a pass over `location` (a folder or a .zip) each time its files change, or a file its
     pages include from beside the folder, until Ctrl-C or `stop`. `first` is the report of the pass
     before. Each pass is an ingest: only the changed files are read, in their own transactions,
@@ -44,9 +53,14 @@ def watch(core: Pgcite, location: str, *, source: str, options: dict, first: Ing
         # The folder (a zip through its folder: a tool replacing it, write then rename, would end a
         # watch on the file), and the folders of the files included from outside it; a file in a
         # folder above the docs (the project's README) is watched alone, not the whole project.
-        paths = sorted({location if folder else os.path.dirname(location)} | {
-            path if os.path.realpath(location).startswith(os.path.dirname(path) + os.sep) else os.path.dirname(path)
-            for path in included if os.path.exists(path)})
+        paths = sorted(
+            {location if folder else os.path.dirname(location)}
+            | {
+                path if os.path.realpath(location).startswith(os.path.dirname(path) + os.sep) else os.path.dirname(path)
+                for path in included
+                if os.path.exists(path)
+            }
+        )
 
         def wanted(change, path: str) -> bool:
             if not ignored(change, path):
@@ -55,8 +69,9 @@ def watch(core: Pgcite, location: str, *, source: str, options: dict, first: Ing
                 return os.path.abspath(path) == location
             return path.startswith(location + os.sep) or os.path.realpath(path) in included
 
-        for _ in changes(*paths, watch_filter=wanted, debounce=DEBOUNCE_MS, step=STEP_MS, stop_event=stop,
-                         raise_interrupt=False):
+        for _ in changes(
+            *paths, watch_filter=wanted, debounce=DEBOUNCE_MS, step=STEP_MS, stop_event=stop, raise_interrupt=False
+        ):
             try:
                 report = core.ingest(location, source=source, trigger="watch", **options)
             except (PgciteError, psycopg.Error) as exc:  # a folder emptied, the database restarting
@@ -78,8 +93,10 @@ def _outside(folder: str, included: list[str]) -> set[str]:
 
 def check_watchable(location: str) -> None:
     if is_remote(location):
-        raise PgciteError("--watch reads a folder or a .zip; keep an S3 source in step with the server's schedule "
-                          "(`pgcite sources schedule NAME 15m`) or POST /v1/sources/NAME/sync")
+        raise PgciteError(
+            "--watch reads a folder or a .zip; keep an S3 source in step with the server's schedule "
+            "(`pgcite sources schedule NAME 15m`) or POST /v1/sources/NAME/sync"
+        )
 
 
 def pull(folder: str) -> None:
@@ -88,19 +105,28 @@ def pull(folder: str) -> None:
     if not os.path.isdir(folder):
         raise SourceError(f"{folder} is not a folder: only a folder (a git clone) can be pulled")
     try:
-        subprocess.run(["git", "-C", folder, "pull", "--ff-only", "--quiet"], check=True, capture_output=True,
-                       text=True, timeout=PULL_TIMEOUT, stdin=subprocess.DEVNULL,
-                       env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})  # never wait for a password
+        subprocess.run(
+            ["git", "-C", folder, "pull", "--ff-only", "--quiet"],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=PULL_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+        )  # never wait for a password
     except FileNotFoundError:
         raise SourceError("git is not installed here; install it, or ingest the source again without pulling") from None
     except subprocess.TimeoutExpired:
-        raise SourceError(f"git pull in {folder} took over {PULL_TIMEOUT} s; check the network and the "
-                          "remote") from None
+        raise SourceError(
+            f"git pull in {folder} took over {PULL_TIMEOUT} s; check the network and the remote"
+        ) from None
     except subprocess.CalledProcessError as exc:
         why = first_line(exc.stderr.strip() or exc.stdout.strip() or f"exit status {exc.returncode}")
         why = re.sub(r"://[^/\s@]+@", "://", why)  # a remote's user and token: the reason is shown to readers
-        raise SourceError(f"git pull in {folder} failed ({why}); fix the clone (it must fast-forward to its "
-                          "upstream), then sync again") from None
+        raise SourceError(
+            f"git pull in {folder} failed ({why}); fix the clone (it must fast-forward to its "
+            "upstream), then sync again"
+        ) from None
 
 
 _INTERVAL = re.compile(r"^\s*(\d+)\s*(s|m|h|d)?\s*$")

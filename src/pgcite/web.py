@@ -14,8 +14,10 @@ from fastapi import FastAPI
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException
 
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 
 # name -> media type; nothing else under /static is served.
 _FILES = {

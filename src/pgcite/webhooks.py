@@ -16,8 +16,8 @@ import hmac
 import json
 import time
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from .errors import PgciteError
 
@@ -52,14 +52,18 @@ def verify(headers: Mapping[str, str], body: bytes, secret: str, *, now: float |
     """The host whose signature `headers` carry for `body` under `secret`: github or gitlab. Raises
     forbidden when the server has no secret, unauthorized when the signature is missing or wrong."""
     if not secret:
-        raise PgciteError("webhooks are off on this server: set PGCITE_WEBHOOK_SECRET to the secret the git host "
-                          "signs with", kind="forbidden")
+        raise PgciteError(
+            "webhooks are off on this server: set PGCITE_WEBHOOK_SECRET to the secret the git host signs with",
+            kind="forbidden",
+        )
     if (signature := headers.get("x-hub-signature-256")) is not None:
         expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
         if hmac.compare_digest(signature.strip().encode(), expected.encode()):
             return "github"
-        raise _unauthorized("X-Hub-Signature-256 does not match the body: the webhook's secret is not the "
-                            "server's PGCITE_WEBHOOK_SECRET")
+        raise _unauthorized(
+            "X-Hub-Signature-256 does not match the body: the webhook's secret is not the "
+            "server's PGCITE_WEBHOOK_SECRET"
+        )
     if (signatures := headers.get("webhook-signature")) is not None:
         _verify_standard(headers, signatures, body, secret, time.time() if now is None else now)
         return "gitlab"
@@ -67,8 +71,10 @@ def verify(headers: Mapping[str, str], body: bytes, secret: str, *, now: float |
         if hmac.compare_digest(token.encode(), secret.encode()):
             return "gitlab"
         raise _unauthorized("X-Gitlab-Token is not the server's PGCITE_WEBHOOK_SECRET")
-    raise _unauthorized("the request is not signed: set the webhook's secret (GitHub) or secret token (GitLab) "
-                        "to the server's PGCITE_WEBHOOK_SECRET")
+    raise _unauthorized(
+        "the request is not signed: set the webhook's secret (GitHub) or secret token (GitLab) "
+        "to the server's PGCITE_WEBHOOK_SECRET"
+    )
 
 
 def _verify_standard(headers: Mapping[str, str], signatures: str, body: bytes, secret: str, now: float) -> None:
@@ -85,8 +91,10 @@ def _verify_standard(headers: Mapping[str, str], signatures: str, body: bytes, s
         version, _, value = signature.partition(",")
         if version == "v1" and hmac.compare_digest(value.encode(), expected):
             return
-    raise _unauthorized("webhook-signature does not match the body: the webhook's signing token is not the "
-                        "server's PGCITE_WEBHOOK_SECRET")
+    raise _unauthorized(
+        "webhook-signature does not match the body: the webhook's signing token is not the "
+        "server's PGCITE_WEBHOOK_SECRET"
+    )
 
 
 def push(host: str, headers: Mapping[str, str], body: bytes) -> Push:

@@ -20,7 +20,9 @@ from .vitepress import VitePress
 
 __all__ = ["SITES", "Page", "Site", "detect", "join_url"]
 
-SITES: dict[str, type[Site]] = {cls.name: cls for cls in (VitePress, MkDocs, Docusaurus, MdBook, Hugo, Starlight, Plain)}
+SITES: dict[str, type[Site]] = {
+    cls.name: cls for cls in (VitePress, MkDocs, Docusaurus, MdBook, Hugo, Starlight, Plain)
+}
 # How far above the ingested folder a site's configuration is looked for ("docs/en/docs" -> "docs/en").
 SITE_LEVELS = 2
 

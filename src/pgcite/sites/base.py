@@ -82,7 +82,7 @@ class Includes:
     def tried(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self._budget.tried))
 
-    def at(self, site_path: str) -> "Includes":
+    def at(self, site_path: str) -> Includes:
         """The same page's includes, seen from an included file (its own relative targets)."""
         return Includes(self.files, site_path, self._budget)
 
@@ -107,8 +107,9 @@ class Includes:
                 return None
         text = budget.cache[site_path]
         if budget.used + len(text) > MAX_INCLUDED_CHARS:
-            budget.problems.append(f"include {shown_as} left out: the page's includes exceed "
-                                   f"{MAX_INCLUDED_CHARS:,} characters")
+            budget.problems.append(
+                f"include {shown_as} left out: the page's includes exceed {MAX_INCLUDED_CHARS:,} characters"
+            )
             return None
         budget.used += len(text)
         return text
@@ -210,11 +211,20 @@ class Site:
         body, front_matter = split_front_matter(document.text)
         includes = Includes(self.files, site_path)
         body = self.prepare(body, includes)
-        parsed = parse_body(body, front_matter, self.fallback_title(site_path, front_matter),
-                            self.dialect_for(site_path))
+        parsed = parse_body(
+            body, front_matter, self.fallback_title(site_path, front_matter), self.dialect_for(site_path)
+        )
         kind = "changelog" if is_changelog(site_path, parsed) else "page"
-        return Page(document.path, parsed.title, parsed, self.route(site_path, front_matter),
-                    self.version_of(site_path), kind, tuple(includes.problems), includes.tried)
+        return Page(
+            document.path,
+            parsed.title,
+            parsed,
+            self.route(site_path, front_matter),
+            self.version_of(site_path),
+            kind,
+            tuple(includes.problems),
+            includes.tried,
+        )
 
     def digest(self, included: Sequence[str]) -> str:
         """What the files a page includes hold now, in one hash ("" when it includes none)."""
@@ -224,7 +234,9 @@ class Site:
         for site_path in included:
             if site_path not in self._digests:
                 try:
-                    self._digests[site_path] = hashlib.sha256(self.files.source.read(self.files.to_source(site_path))).hexdigest()
+                    self._digests[site_path] = hashlib.sha256(
+                        self.files.source.read(self.files.to_source(site_path))
+                    ).hexdigest()
                 except OSError:
                     self._digests[site_path] = "missing"
             parts.append(f"{site_path}={self._digests[site_path]}")
@@ -248,12 +260,44 @@ def indent_lines(text: str, indent: str) -> str:
     return "\n".join(indent + line if line else line for line in text.split("\n"))
 
 
-_LANGUAGES = {".py": "python", ".js": "js", ".mjs": "js", ".cjs": "js", ".jsx": "jsx", ".ts": "ts", ".mts": "ts",
-              ".tsx": "tsx", ".json": "json", ".yml": "yaml", ".yaml": "yaml", ".toml": "toml", ".sh": "bash",
-              ".bash": "bash", ".html": "html", ".css": "css", ".scss": "scss", ".rs": "rust", ".go": "go",
-              ".java": "java", ".kt": "kotlin", ".cs": "csharp", ".rb": "ruby", ".php": "php", ".sql": "sql",
-              ".c": "c", ".h": "c", ".cpp": "cpp", ".swift": "swift", ".md": "markdown", ".mdx": "mdx",
-              ".txt": "text", ".ini": "ini", ".xml": "xml", ".graphql": "graphql", ".dockerfile": "dockerfile"}
+_LANGUAGES = {
+    ".py": "python",
+    ".js": "js",
+    ".mjs": "js",
+    ".cjs": "js",
+    ".jsx": "jsx",
+    ".ts": "ts",
+    ".mts": "ts",
+    ".tsx": "tsx",
+    ".json": "json",
+    ".yml": "yaml",
+    ".yaml": "yaml",
+    ".toml": "toml",
+    ".sh": "bash",
+    ".bash": "bash",
+    ".html": "html",
+    ".css": "css",
+    ".scss": "scss",
+    ".rs": "rust",
+    ".go": "go",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".cs": "csharp",
+    ".rb": "ruby",
+    ".php": "php",
+    ".sql": "sql",
+    ".c": "c",
+    ".h": "c",
+    ".cpp": "cpp",
+    ".swift": "swift",
+    ".md": "markdown",
+    ".mdx": "mdx",
+    ".txt": "text",
+    ".ini": "ini",
+    ".xml": "xml",
+    ".graphql": "graphql",
+    ".dockerfile": "dockerfile",
+}
 
 
 def language_of(path: str) -> str:

@@ -10,8 +10,7 @@ from ..markdown import ParsedDocument
 
 __all__ = ["is_changelog"]
 
-_NAME = re.compile(r"^(?:release[-_ ]?notes?|releases|change[-_ ]?log|changes|history|whats?[-_ ]?new)$",
-                   re.IGNORECASE)
+_NAME = re.compile(r"^(?:release[-_ ]?notes?|releases|change[-_ ]?log|changes|history|whats?[-_ ]?new)$", re.IGNORECASE)
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 # "0.115.0", "v2.1", "[1.2.3] - 2024-01-01", "Version 3", "June 20th, 2024", "2024-06-20".
 _RELEASE_HEADING = re.compile(

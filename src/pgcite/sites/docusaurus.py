@@ -17,7 +17,7 @@ from typing import Any
 from .base import Files, Includes, Site
 from .mdx import MDX, prepare_mdx
 
-__all__ = ["Docusaurus", "NEXT"]
+__all__ = ["NEXT", "Docusaurus"]
 
 NEXT = "next"  # the version label of docs/ when the site has released versions
 _NUMBER_PREFIX = re.compile(r"^\d+\s*[-_.]+\s*(?P<rest>.*)$")
@@ -69,7 +69,7 @@ class Docusaurus(Site):
     def _split(self, site_path: str) -> tuple[str, str]:
         """(version label, path inside that version's docs folder)."""
         if site_path.startswith("versioned_docs/version-"):
-            folder, _, rest = site_path[len("versioned_docs/version-"):].partition("/")
+            folder, _, rest = site_path[len("versioned_docs/version-") :].partition("/")
             return folder, rest
         return (NEXT if self.versions else ""), posixpath.relpath(site_path, "docs")
 
@@ -90,7 +90,9 @@ class Docusaurus(Site):
         parent = folder_route.rsplit("/", 1)[-1].lower()
         if slug is not None and slug.startswith("/"):
             doc_route = slug
-        elif slug is None and (stem.lower() in ("index", "readme") or (parent and strip_number_prefix(stem).lower() == parent)):
+        elif slug is None and (
+            stem.lower() in ("index", "readme") or (parent and strip_number_prefix(stem).lower() == parent)
+        ):
             doc_route = _resolve(folder_route + "/", "")  # a category index: the folder itself
         else:
             base_id = str(front_matter.get("id") or strip_number_prefix(stem))

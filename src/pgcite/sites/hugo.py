@@ -19,9 +19,20 @@ from .base import Files, Includes, Site, code_fence
 
 __all__ = ["Hugo"]
 
-_CONFIGS = ("hugo.toml", "hugo.yaml", "hugo.yml", "hugo.json", "config.toml", "config.yaml", "config.yml", "config.json")
-_HIGHLIGHT = re.compile(r"\{\{[<%]\s*highlight\s+(?P<lang>[\w+-]+)[^}]*[>%]\}\}\n?(?P<code>.*?)\{\{[<%]\s*/\s*highlight\s*[>%]\}\}",
-                        re.DOTALL)
+_CONFIGS = (
+    "hugo.toml",
+    "hugo.yaml",
+    "hugo.yml",
+    "hugo.json",
+    "config.toml",
+    "config.yaml",
+    "config.yml",
+    "config.json",
+)
+_HIGHLIGHT = re.compile(
+    r"\{\{[<%]\s*highlight\s+(?P<lang>[\w+-]+)[^}]*[>%]\}\}\n?(?P<code>.*?)\{\{[<%]\s*/\s*highlight\s*[>%]\}\}",
+    re.DOTALL,
+)
 _REF = re.compile(r"\{\{[<%]\s*(?:rel)?ref\s+\"?(?P<path>[^\"\s>%]+)\"?\s*[>%]\}\}")
 _SHORTCODE = re.compile(r"\{\{[<%]\s*/?\s*[\w/-]+(?:[^}]|\}(?!\}))*?/?\s*[>%]\}\}")
 _ESCAPED = re.compile(r"\{\{([<%])/\*(.*?)\*/([>%])\}\}", re.DOTALL)

@@ -13,12 +13,16 @@ __all__ = ["PATTERNS", "leftovers"]
 PATTERNS: dict[str, re.Pattern[str]] = {
     "html or jsx tag": re.compile(r"</?[A-Za-z][\w.-]*(?:\s[^<>]*)?/?>"),
     "html comment": re.compile(r"<!--|-->"),
-    "mdx import/export": re.compile(r"^\s*(?:import\s+[\w{*][^\n]*\bfrom\s+['\"]|export\s+(?:default|const|function)\b)", re.MULTILINE),
+    "mdx import/export": re.compile(
+        r"^\s*(?:import\s+[\w{*][^\n]*\bfrom\s+['\"]|export\s+(?:default|const|function)\b)", re.MULTILINE
+    ),
     "mdx comment or expression": re.compile(r"\{/\*|\{props\.|\{\s*[A-Za-z_$][\w$.]*\s*\}"),
     "container fence": re.compile(r"^\s*:::", re.MULTILINE),
     "mkdocs block": re.compile(r"^\s*(?:/{3,}(?:\s|$)|!!!\s|\?\?\?\+?\s|===\+?\s+\")", re.MULTILINE),
     "attribute list": re.compile(r"\{:?\s*[#.][\w:.-]+[^{}\n]*\}"),
-    "include directive": re.compile(r"\{\*\s|\{!|--8<--|^\s*<<<\s|\{\{#(?:include|rustdoc_include|playground)", re.MULTILINE),
+    "include directive": re.compile(
+        r"\{\*\s|\{!|--8<--|^\s*<<<\s|\{\{#(?:include|rustdoc_include|playground)", re.MULTILINE
+    ),
     "template or shortcode": re.compile(r"\{\{[<%]|\{%|\{\{\s*[\w.$]+\s*\}\}"),
     "table of contents placeholder": re.compile(r"\[\[toc\]\]|^\s*\[TOC\]\s*$", re.MULTILINE | re.IGNORECASE),
 }
@@ -42,6 +46,7 @@ def leftovers(text: str, *, heading: bool = False) -> list[str]:
     names = ("attribute list", "mkdocs block", "container fence", "html comment") if heading else PATTERNS
     found = [name for name in names if PATTERNS[name].search(prose)]
     if "html or jsx tag" in found and not any(
-            markup.is_markup(m.group(1), jsx=False) for m in _TAG_NAME.finditer(prose)):
+        markup.is_markup(m.group(1), jsx=False) for m in _TAG_NAME.finditer(prose)
+    ):
         found.remove("html or jsx tag")
     return found

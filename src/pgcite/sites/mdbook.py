@@ -17,14 +17,19 @@ from .base import Files, Includes, Site, code_fence, language_of, select_lines
 
 __all__ = ["MdBook"]
 
-_INCLUDE = re.compile(r"\{\{#(?P<kind>include|rustdoc_include|playground)[ \t]+(?P<path>[^\s:}]+)(?::(?P<selector>[^\s}]*))?[^}]*\}\}")
+_INCLUDE = re.compile(
+    r"\{\{#(?P<kind>include|rustdoc_include|playground)[ \t]+(?P<path>[^\s:}]+)(?::(?P<selector>[^\s}]*))?[^}]*\}\}"
+)
 _OTHER_HELPER = re.compile(r"\{\{#(?:title|template)[^}]*\}\}")
 _ANCHOR_MARK = re.compile(r"^[^\n]*\bANCHOR(?:_END)?:[ \t]*[\w-]+[^\n]*\n?", re.MULTILINE)
 
 
 def _anchor(text: str, name: str) -> str:
-    match = re.search(rf"^[^\n]*\bANCHOR:[ \t]*{re.escape(name)}\b[^\n]*\n(?P<body>.*?)^[^\n]*\bANCHOR_END:[ \t]*{re.escape(name)}\b",
-                      text, re.DOTALL | re.MULTILINE)
+    match = re.search(
+        rf"^[^\n]*\bANCHOR:[ \t]*{re.escape(name)}\b[^\n]*\n(?P<body>.*?)^[^\n]*\bANCHOR_END:[ \t]*{re.escape(name)}\b",
+        text,
+        re.DOTALL | re.MULTILINE,
+    )
     return match["body"].rstrip("\n") if match else ""
 
 

@@ -20,8 +20,12 @@ __all__ = ["MDX", "MdxPages", "prepare_mdx"]
 
 MDX = Dialect(anchors=GITHUB, indented_code=False, jsx=True)
 
-_ESM_START = re.compile(r"^(?:import\s+(?:[\w*{}\s,]+?\s+from\s+)?['\"]|import\s+type\s|export\s+(?:default\b|const\b|let\b|var\b|function\b|class\b|async\b|\{|\*))")
-_DEFAULT_IMPORT = re.compile(r"\bimport\s+(?P<name>[A-Za-z_$][\w$]*)\s*(?:,\s*\{[^}]*\}\s*)?from\s+['\"](?P<path>[^'\"]+)['\"]")
+_ESM_START = re.compile(
+    r"^(?:import\s+(?:[\w*{}\s,]+?\s+from\s+)?['\"]|import\s+type\s|export\s+(?:default\b|const\b|let\b|var\b|function\b|class\b|async\b|\{|\*))"
+)
+_DEFAULT_IMPORT = re.compile(
+    r"\bimport\s+(?P<name>[A-Za-z_$][\w$]*)\s*(?:,\s*\{[^}]*\}\s*)?from\s+['\"](?P<path>[^'\"]+)['\"]"
+)
 _RAW_LOADER = "!!raw-loader!"
 _PROPS = re.compile(r"\{\s*props\.([A-Za-z_$][\w$]*)\s*\}")
 
@@ -46,7 +50,7 @@ def _unwrap_code_blocks(text: str) -> str:
 def _site_path(target: str, includes: Includes) -> str | None:
     """Where an import points, as a site path; None for packages (@theme/..., react...)."""
     if target.startswith("@site/"):
-        return includes.resolve(target[len("@site/"):], relative_to="")
+        return includes.resolve(target[len("@site/") :], relative_to="")
     if target.startswith((".", "/")):
         return includes.resolve(target)
     return None
@@ -85,7 +89,7 @@ def _record(statement: str, includes: Includes, partials: dict[str, str], raw: d
     for match in _DEFAULT_IMPORT.finditer(statement):
         name, target = match["name"], match["path"]
         if target.startswith(_RAW_LOADER):
-            path = _site_path(target[len(_RAW_LOADER):], includes)
+            path = _site_path(target[len(_RAW_LOADER) :], includes)
             if path:
                 raw[name] = path
         elif target.endswith((".md", ".mdx")):
@@ -97,7 +101,7 @@ def _record(statement: str, includes: Includes, partials: dict[str, str], raw: d
 def _language(attrs: dict[str, str]) -> str:
     if attrs.get("language"):
         return attrs["language"]
-    return next((c[len("language-"):] for c in attrs.get("classname", "").split() if c.startswith("language-")), "")
+    return next((c[len("language-") :] for c in attrs.get("classname", "").split() if c.startswith("language-")), "")
 
 
 def _inline_components(text: str, imports: _Imports, includes: Includes, depth: int) -> str:
@@ -115,18 +119,20 @@ def _inline_components(text: str, imports: _Imports, includes: Includes, depth: 
         end = tag.end
         if tag.name in imports.partials:
             if not tag.self_closing:  # children are not passed to a partial here: skip to its end
-                close = next((t for t in tags[index + 1:] if t.closing and t.name == tag.name), None)
+                close = next((t for t in tags[index + 1 :] if t.closing and t.name == tag.name), None)
                 end = close.end if close else tag.end
             replacement = _partial(imports.partials[tag.name], tag.attrs, includes, depth)
         elif tag.name == "CodeBlock" and not tag.self_closing:
-            close = next((t for t in tags[index + 1:] if t.closing and t.name == "CodeBlock"), None)
+            close = next((t for t in tags[index + 1 :] if t.closing and t.name == "CodeBlock"), None)
             inner = text[tag.end : close.start].strip() if close else ""
             name = inner[1:-1].strip() if inner.startswith("{") and inner.endswith("}") else ""
             if close and name in imports.raw:
                 code = includes.read(imports.raw[name], depth, imports.raw[name])
                 end = close.end
                 language = _language(tag.attrs) or language_of(imports.raw[name])
-                replacement = "" if code is None else "\n\n" + code_fence(code, language, tag.attrs.get("title", "")) + "\n\n"
+                replacement = (
+                    "" if code is None else "\n\n" + code_fence(code, language, tag.attrs.get("title", "")) + "\n\n"
+                )
         if replacement is None:
             continue
         out.append(text[pos : tag.start])
@@ -148,8 +154,10 @@ def _partial(path: str, props: dict[str, str], includes: Includes, depth: int) -
 def prepare_mdx(body: str, includes: Includes, depth: int = 0) -> str:
     text = _unwrap_code_blocks(body)
     text, imports = _take_imports(text, includes)
-    return "\n".join("\n".join(run) if fence else _inline_components("\n".join(run), imports, includes, depth)
-                     for run, fence in markup.split_fenced(text))
+    return "\n".join(
+        "\n".join(run) if fence else _inline_components("\n".join(run), imports, includes, depth)
+        for run, fence in markup.split_fenced(text)
+    )
 
 
 class MdxPages:

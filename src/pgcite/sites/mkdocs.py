@@ -29,11 +29,17 @@ _ConfigLoader.add_multi_constructor("", lambda loader, suffix, node: None)
 
 # --- includes (resolved before anything else, inside code fences too, as MkDocs does) --------
 
-_VARIANT_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{\*[ \t]*(?P<path>\S+)(?P<options>[^\n]*?)\*\}[ \t]*$", re.MULTILINE)
+_VARIANT_INCLUDE = re.compile(
+    r"^(?P<indent>[ \t]*)\{\*[ \t]*(?P<path>\S+)(?P<options>[^\n]*?)\*\}[ \t]*$", re.MULTILINE
+)
 _OPTION = re.compile(r"(?P<name>\w+)\[(?P<value>[^\]]*)\]")
 _MDX_INCLUDE = re.compile(r"\{!>?[ \t]*(?P<path>[^!\s][^!\n]*?)[ \t]*!\}")
-_SNIPPET_LINE = re.compile(r"^(?P<indent>[ \t]*)--8<--[ \t]+(?P<quote>[\"'])(?P<spec>[^\"'\n]+)(?P=quote)[ \t]*$", re.MULTILINE)
-_SNIPPET_BLOCK = re.compile(r"^(?P<indent>[ \t]*)--8<--[ \t]*\n(?P<specs>(?:[ \t]*[^\n]+\n)+?)[ \t]*--8<--[ \t]*$", re.MULTILINE)
+_SNIPPET_LINE = re.compile(
+    r"^(?P<indent>[ \t]*)--8<--[ \t]+(?P<quote>[\"'])(?P<spec>[^\"'\n]+)(?P=quote)[ \t]*$", re.MULTILINE
+)
+_SNIPPET_BLOCK = re.compile(
+    r"^(?P<indent>[ \t]*)--8<--[ \t]*\n(?P<specs>(?:[ \t]*[^\n]+\n)+?)[ \t]*--8<--[ \t]*$", re.MULTILINE
+)
 _SNIPPET_SECTION = re.compile(r"^[^\n]*--8<--[ \t]*\[(?:start|end):[\w-]+\][^\n]*\n?", re.MULTILINE)
 
 # --- blocks ---------------------------------------------------------------------------------
@@ -49,10 +55,39 @@ _SLASH_CLOSE = re.compile(r"^[ \t]*/{3,}[ \t]*$")
 _BLOCK_OPTION = re.compile(r"^[ \t]+[\w-]+:")
 _API_DIRECTIVE = re.compile(r"^:::[ \t]+(?P<name>[\w.]+)[ \t]*$")  # mkdocstrings
 _TERMY_OPEN = re.compile(r"<div\b[^>]*\bclass=[\"'][^\"']*\btermy\b", re.IGNORECASE)
-_GENERIC = {"note", "tip", "info", "warning", "danger", "caution", "attention", "error", "hint", "check",
-            "important", "abstract", "summary", "tldr", "todo", "success", "question", "help", "faq",
-            "failure", "fail", "missing", "bug", "example", "quote", "cite", "admonition", "details", "html",
-            "define", "caption"}
+_GENERIC = {
+    "note",
+    "tip",
+    "info",
+    "warning",
+    "danger",
+    "caution",
+    "attention",
+    "error",
+    "hint",
+    "check",
+    "important",
+    "abstract",
+    "summary",
+    "tldr",
+    "todo",
+    "success",
+    "question",
+    "help",
+    "faq",
+    "failure",
+    "fail",
+    "missing",
+    "bug",
+    "example",
+    "quote",
+    "cite",
+    "admonition",
+    "details",
+    "html",
+    "define",
+    "caption",
+}
 
 # --- inline markup ----------------------------------------------------------------------------
 
@@ -111,11 +146,13 @@ def _blocks(lines: list[str]) -> list[str]:
                 i -= 1
             title = match["tab"] if match["tab"] is not None else match["title"]
             out.append(_title_line(match["indent"], title, None if match["tab"] is not None else match["kind"]))
-            out += _blocks([b[: margin] + b[margin + 4 :] if b.strip() else "" for b in body])
+            out += _blocks([b[:margin] + b[margin + 4 :] if b.strip() else "" for b in body])
             continue
         if match := _SLASH_OPEN.match(line):
             title = match["title"]
-            out.append(_title_line(match["indent"], title, None if match["kind"] in ("tab", "details") else match["kind"]))
+            out.append(
+                _title_line(match["indent"], title, None if match["kind"] in ("tab", "details") else match["kind"])
+            )
             i += 1
             while i < len(lines) and _BLOCK_OPTION.match(lines[i]):
                 i += 1
@@ -138,7 +175,9 @@ def _blocks(lines: list[str]) -> list[str]:
 def _termy(block: list[str]) -> list[str]:
     """A console block inside a termynal `<div class="termy">`: its HTML is styling the page
     renders, so the reader sees the text alone."""
-    return [block[0], *(html.unescape(_TAG.sub("", line)) for line in block[1:-1]), block[-1]] if len(block) > 2 else block
+    return (
+        [block[0], *(html.unescape(_TAG.sub("", line)) for line in block[1:-1]), block[-1]] if len(block) > 2 else block
+    )
 
 
 def _inline(prose: str) -> str:
@@ -146,7 +185,9 @@ def _inline(prose: str) -> str:
     text = _ABBREVIATION.sub("", text)
     text = _MACRO.sub("", text)
     # A heading keeps its attribute list: its #id is the anchor (markdown.py reads it).
-    text = "\n".join(line if line.lstrip().startswith("#") else _ATTRIBUTE_LIST.sub("", line) for line in text.split("\n"))
+    text = "\n".join(
+        line if line.lstrip().startswith("#") else _ATTRIBUTE_LIST.sub("", line) for line in text.split("\n")
+    )
     text = _ICON.sub("", text)
     text = _KEYS.sub(lambda m: "+".join(k.capitalize() for k in m.group(1).split("+")), text)
     text = _MARK.sub(r"\1", text)
@@ -177,7 +218,7 @@ class MkDocs(Site):
     def _config(self) -> Mapping[str, Any]:
         for name in self.markers:
             try:
-                data = yaml.load(self.files.read(name), Loader=_ConfigLoader)  # noqa: S506 (a safe loader)
+                data = yaml.load(self.files.read(name), Loader=_ConfigLoader)
             except (OSError, yaml.YAMLError):
                 continue
             return data if isinstance(data, dict) else {}
@@ -197,7 +238,9 @@ class MkDocs(Site):
     def prepare(self, body: str, includes: Includes) -> str:
         body = self._includes(body, includes, 0)
         lines = [_fence_info(line) for line in _blocks(body.split("\n"))]
-        pieces = ["\n".join(run) if fence else _inline("\n".join(run)) for run, fence in markup.split_fenced("\n".join(lines))]
+        pieces = [
+            "\n".join(run) if fence else _inline("\n".join(run)) for run, fence in markup.split_fenced("\n".join(lines))
+        ]
         return "\n".join(pieces)
 
     def _read(self, target: str, includes: Includes, depth: int, page_dir: str) -> str | None:
@@ -237,8 +280,11 @@ class MkDocs(Site):
             if content is None:
                 return ""
             if selector and not selector.replace(":", "").replace(",", "").isdigit():
-                section = re.search(rf"--8<--[ \t]*\[start:{re.escape(selector)}\][^\n]*\n(.*?)^[^\n]*--8<--[ \t]*\[end:{re.escape(selector)}\]",
-                                    content, re.DOTALL | re.MULTILINE)
+                section = re.search(
+                    rf"--8<--[ \t]*\[start:{re.escape(selector)}\][^\n]*\n(.*?)^[^\n]*--8<--[ \t]*\[end:{re.escape(selector)}\]",
+                    content,
+                    re.DOTALL | re.MULTILINE,
+                )
                 content = section.group(1) if section else ""
             elif selector:
                 content = select_lines(content, selector)
@@ -247,5 +293,7 @@ class MkDocs(Site):
 
         text = _VARIANT_INCLUDE.sub(variant, text)
         text = _MDX_INCLUDE.sub(raw, text)
-        text = _SNIPPET_BLOCK.sub(lambda m: "\n".join(snippet(s, m["indent"]) for s in m["specs"].split("\n") if s.strip()), text)
+        text = _SNIPPET_BLOCK.sub(
+            lambda m: "\n".join(snippet(s, m["indent"]) for s in m["specs"].split("\n") if s.strip()), text
+        )
         return _SNIPPET_LINE.sub(lambda m: snippet(m["spec"], m["indent"]), text)

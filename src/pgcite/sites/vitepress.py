@@ -21,14 +21,19 @@ _CODE_IMPORT = re.compile(
     r"^(?P<indent>[ \t]*)<<<[ \t]+(?P<path>[^\s#{\[]+)(?:#(?P<region>[\w-]+))?(?:\{(?P<options>[^}]*)\})?"
     r"(?:[ \t]*\[(?P<title>[^\]]*)\])?[ \t]*$"
 )
-_MARKDOWN_INCLUDE = re.compile(r"<!--\s*@include:\s*(?P<path>[^\s{#]+?)(?:#(?P<region>[\w-]+))?(?:\{(?P<lines>[\d,:-]*)\})?\s*-->")
+_MARKDOWN_INCLUDE = re.compile(
+    r"<!--\s*@include:\s*(?P<path>[^\s{#]+?)(?:#(?P<region>[\w-]+))?(?:\{(?P<lines>[\d,:-]*)\})?\s*-->"
+)
 _REGION_MARK = re.compile(r"^[^\n]*#(?:end)?region\b[^\n]*\n?", re.MULTILINE)
 
 
 def region(text: str, name: str) -> str | None:
     """The lines between `#region name` and `#endregion` (any comment syntax), markers left out."""
-    match = re.search(rf"^[^\n]*#region[ \t]+{re.escape(name)}\b[^\n]*\n(?P<body>.*?)^[^\n]*#endregion\b",
-                      text, re.DOTALL | re.MULTILINE)
+    match = re.search(
+        rf"^[^\n]*#region[ \t]+{re.escape(name)}\b[^\n]*\n(?P<body>.*?)^[^\n]*#endregion\b",
+        text,
+        re.DOTALL | re.MULTILINE,
+    )
     return match["body"].rstrip("\n") if match else None
 
 

@@ -24,7 +24,9 @@ def sample_headings(conn: psycopg.Connection, source: str, limit: int) -> list[t
                FROM chunks c JOIN documents d ON d.id = c.document_id
                WHERE c.source = %s AND c.in_default_version AND c.heading <> '' AND c.heading <> d.title
                ORDER BY c.document_id, c.heading_path) s
-           ORDER BY key LIMIT %s""", (source, limit)).fetchall()
+           ORDER BY key LIMIT %s""",
+        (source, limit),
+    ).fetchall()
     return [(title, heading) for title, heading in rows]
 
 
@@ -37,19 +39,22 @@ def best_scores(conn: psycopg.Connection, vectors: np.ndarray, source: str) -> n
         cur.execute("SET LOCAL hnsw.ef_search = 100")
         for vector in vectors:
             # The best of a few, as the search finds them (relaxed order is not quite sorted).
-            cur.execute("""SELECT max(score) FROM (
+            cur.execute(
+                """SELECT max(score) FROM (
                                SELECT 1 - (embedding <=> %(q)s) AS score FROM chunks
                                WHERE source = %(source)s AND in_default_version
                                ORDER BY embedding <=> %(q)s LIMIT 5) best""",
-                        {"q": np.asarray(vector, dtype=np.float32), "source": source})
+                {"q": np.asarray(vector, dtype=np.float32), "source": source},
+            )
             row = cur.fetchone()
             scores.append(float(row[0]) if row and row[0] is not None else 0.0)
     return np.array(scores, dtype=np.float64)
 
 
 def save(conn: psycopg.Connection, source: str, calibration: dict | None) -> None:
-    conn.execute("UPDATE sources SET calibration = %s WHERE name = %s",
-                 (Jsonb(calibration) if calibration else None, source))
+    conn.execute(
+        "UPDATE sources SET calibration = %s WHERE name = %s", (Jsonb(calibration) if calibration else None, source)
+    )
 
 
 def load(conn: psycopg.Connection, source: str) -> dict | None:

@@ -6,8 +6,9 @@ import contextlib
 import hashlib
 import json
 import weakref
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterator, NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import psycopg
@@ -21,8 +22,7 @@ from psycopg.types.json import Jsonb
 from ..config import Settings
 from ..errors import ModelMismatchError, StoreError
 from ..vocabulary import SearchFilter, SearchHit
-from . import server
-from . import calibration_sql, search_sql
+from . import calibration_sql, search_sql, server
 from .schema import MIGRATIONS
 
 READER_ROLE = "pgcite_reader"
@@ -53,11 +53,9 @@ class ChunkRow:
     flags: tuple[str, ...] = ()
 
 
-
-
 # The recorded model, per connection: it never changes once recorded, and reading it cost two
 # queries a question (a search is one round trip, search_sql.py).
-_RECORDED_MODEL: "weakref.WeakKeyDictionary[psycopg.Connection, tuple[str, int]]" = weakref.WeakKeyDictionary()
+_RECORDED_MODEL: weakref.WeakKeyDictionary[psycopg.Connection, tuple[str, int]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -105,7 +103,9 @@ def _connection_error(dsn: str, exc: psycopg.OperationalError) -> StoreError:
             f"cannot connect to PostgreSQL at {where} (connection refused); start the server or fix PGCITE_DATABASE_URL"
         )
     if "timeout" in text or "timed out" in text:
-        return StoreError(f"PostgreSQL at {where} did not answer in time; check the host and port in PGCITE_DATABASE_URL")
+        return StoreError(
+            f"PostgreSQL at {where} did not answer in time; check the host and port in PGCITE_DATABASE_URL"
+        )
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
     return StoreError(f"cannot connect to PostgreSQL at {where}: {first_line}; check PGCITE_DATABASE_URL")
 
@@ -128,7 +128,7 @@ class Store:
     # --- connecting -------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, settings: Settings, *, read_only: bool = False) -> "Store":
+    def open(cls, settings: Settings, *, read_only: bool = False) -> Store:
         """Connect (starting the embedded server if no DSN is set) and bring the schema up to date.
 
         read_only: the query path. Runs with read-only transactions as the pgcite_reader role."""
@@ -149,7 +149,7 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -221,7 +221,8 @@ class Store:
             raise StoreError(
                 f"PostgreSQL at {self.where} has pgvector {version}; pgcite needs "
                 f"{'.'.join(map(str, PGVECTOR_NEEDED))} or newer: install it on that server, then run "
-                "ALTER EXTENSION vector UPDATE in the database")
+                "ALTER EXTENSION vector UPDATE in the database"
+            )
 
     def _grant_reader(self) -> None:
         """A NOLOGIN role that may only SELECT: the query path runs as it. Best effort: a role
@@ -278,15 +279,18 @@ class Store:
     def check_model(self, model: str, dimension: int | None = None) -> None:
         stored = self.stored_model()
         if stored is None:
-            raise StoreError(f"nothing has been ingested into {self.where} yet; ingest a folder first (`pgcite ingest FOLDER`)",
-                             kind="conflict")
+            raise StoreError(
+                f"nothing has been ingested into {self.where} yet; ingest a folder first (`pgcite ingest FOLDER`)",
+                kind="conflict",
+            )
         stored_model, stored_dim = stored
         if stored_model == model and dimension is not None and dimension != stored_dim:
             raise ModelMismatchError(
                 f"the embedding model answers with {dimension}-dimensional vectors under the name {model}, but the "
                 f"database holds {stored_dim}-dimensional vectors of that name: the server runs another model; "
                 "point PGCITE_EMBEDDING_URL at one serving the model the database was built with, or use a fresh "
-                "database (PGCITE_HOME / PGCITE_DATABASE_URL) and re-ingest")
+                "database (PGCITE_HOME / PGCITE_DATABASE_URL) and re-ingest"
+            )
         if stored_model != model or (dimension is not None and dimension != stored_dim):
             asked = f"{model}" + (f" ({dimension} dims)" if dimension is not None else "")
             raise ModelMismatchError(
@@ -302,8 +306,11 @@ class Store:
         row = self.conn.execute("SELECT value FROM pgcite_settings WHERE key = 'embedding_fingerprint'").fetchone()
         if row is None:
             if record:
-                self.conn.execute("INSERT INTO pgcite_settings (key, value) VALUES ('embedding_fingerprint', %s) "
-                                  "ON CONFLICT (key) DO NOTHING", (json.dumps(np.round(vectors, 6).tolist()),))
+                self.conn.execute(
+                    "INSERT INTO pgcite_settings (key, value) VALUES ('embedding_fingerprint', %s) "
+                    "ON CONFLICT (key) DO NOTHING",
+                    (json.dumps(np.round(vectors, 6).tolist()),),
+                )
             return
         stored = np.asarray(json.loads(row[0]), dtype=np.float32)
         if stored.shape != vectors.shape:
@@ -314,12 +321,22 @@ class Store:
                 f"the embedding model answers under the name {model} with vectors unlike those the database was "
                 f"built with (cosine {agreement:.2f} on fixed texts, {FINGERPRINT_MATCH} needed): the server runs "
                 "another model under that name; point PGCITE_EMBEDDING_URL at one serving the model the database "
-                "was built with, or use a fresh database (PGCITE_HOME / PGCITE_DATABASE_URL) and re-ingest")
+                "was built with, or use a fresh database (PGCITE_HOME / PGCITE_DATABASE_URL) and re-ingest"
+            )
 
     # --- sources and documents --------------------------------------------------------------
 
-    def upsert_source(self, name: str, location: str, base_url: str, version: str = "", *, site: str = "",
-                      default_version: str | None = None, options: dict | None = None) -> tuple[str, str] | None:
+    def upsert_source(
+        self,
+        name: str,
+        location: str,
+        base_url: str,
+        version: str = "",
+        *,
+        site: str = "",
+        default_version: str | None = None,
+        options: dict | None = None,
+    ) -> tuple[str, str] | None:
         """Create or update a source; returns its previous (base URL, version), None when new.
         options: the ingest's arguments, kept for a sync."""
         default = version if default_version is None else default_version
@@ -336,8 +353,11 @@ class Store:
                        updated_at = now()""",
                 (name, location, base_url, version, site, default, Jsonb(options or {})),
             )
-            self.conn.execute("UPDATE chunks SET in_default_version = (version = %(d)s) "
-                              "WHERE source = %(n)s AND in_default_version <> (version = %(d)s)", {"d": default, "n": name})
+            self.conn.execute(
+                "UPDATE chunks SET in_default_version = (version = %(d)s) "
+                "WHERE source = %(n)s AND in_default_version <> (version = %(d)s)",
+                {"d": default, "n": name},
+            )
         return (previous[0], previous[1]) if previous else None
 
     @contextlib.contextmanager
@@ -355,17 +375,22 @@ class Store:
 
     def stored_files(self, source: str) -> dict[str, StoredFile]:
         rows = self.conn.execute(
-            "SELECT path, checksum, includes, stamp, file_checksum FROM documents WHERE source = %s", (source,))
-        return {path: StoredFile(checksum, tuple(includes), stamp, file_checksum)
-                for path, checksum, includes, stamp, file_checksum in rows}
+            "SELECT path, checksum, includes, stamp, file_checksum FROM documents WHERE source = %s", (source,)
+        )
+        return {
+            path: StoredFile(checksum, tuple(includes), stamp, file_checksum)
+            for path, checksum, includes, stamp, file_checksum in rows
+        }
 
     def restamp(self, source: str, stamps: dict[str, tuple[str, str]]) -> None:
         """path -> (stamp, file checksum) of files read again and found the same (touched, or
         stored before stamps were kept): the next scan skips them."""
         if stamps:
             with self.conn.transaction(), self.conn.cursor() as cur:
-                cur.executemany("UPDATE documents SET stamp = %s, file_checksum = %s WHERE source = %s AND path = %s",
-                                [(stamp, file_checksum, source, path) for path, (stamp, file_checksum) in stamps.items()])
+                cur.executemany(
+                    "UPDATE documents SET stamp = %s, file_checksum = %s WHERE source = %s AND path = %s",
+                    [(stamp, file_checksum, source, path) for path, (stamp, file_checksum) in stamps.items()],
+                )
 
     def cached_embeddings(self, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         """Vectors already stored for these texts (any document): the embedding cache."""
@@ -378,8 +403,17 @@ class Store:
         return {bytes(h): v.to_numpy().astype(np.float32) for h, v in rows}
 
     def replace_document(
-        self, source: str, path: str, title: str, url: str, checksum: str, chunks: Sequence[ChunkRow],
-        version: str = "", kind: str = "page", includes: Sequence[str] = (), stamp: str = "",
+        self,
+        source: str,
+        path: str,
+        title: str,
+        url: str,
+        checksum: str,
+        chunks: Sequence[ChunkRow],
+        version: str = "",
+        kind: str = "page",
+        includes: Sequence[str] = (),
+        stamp: str = "",
         file_checksum: str = "",
     ) -> None:
         """Insert or replace one document and all its chunks, atomically."""
@@ -403,28 +437,64 @@ class Store:
                    FROM STDIN WITH (FORMAT BINARY)"""
             ) as copy:
                 copy.set_types(
-                    ["text", "int8", "text", "text", "text", "int4", "text", "text[]", "text",
-                     "text", "text", "text", "int4", "bytea", "halfvec", "text[]"]
+                    [
+                        "text",
+                        "int8",
+                        "text",
+                        "text",
+                        "text",
+                        "int4",
+                        "text",
+                        "text[]",
+                        "text",
+                        "text",
+                        "text",
+                        "text",
+                        "int4",
+                        "bytea",
+                        "halfvec",
+                        "text[]",
+                    ]
                 )
                 for c in chunks:
                     copy.write_row(
-                        [c.id, doc_id, source, path, version, c.ord, c.heading, list(c.heading_path), c.breadcrumb,
-                         c.anchor, c.url, c.content, c.tokens, c.embed_hash, HalfVector(c.embedding), list(c.flags)]
+                        [
+                            c.id,
+                            doc_id,
+                            source,
+                            path,
+                            version,
+                            c.ord,
+                            c.heading,
+                            list(c.heading_path),
+                            c.breadcrumb,
+                            c.anchor,
+                            c.url,
+                            c.content,
+                            c.tokens,
+                            c.embed_hash,
+                            HalfVector(c.embedding),
+                            list(c.flags),
+                        ]
                     )
-            self.conn.execute("UPDATE chunks SET in_default_version = false WHERE document_id = %s AND version <> "
-                              "(SELECT default_version FROM sources WHERE name = %s)", (doc_id, source))
+            self.conn.execute(
+                "UPDATE chunks SET in_default_version = false WHERE document_id = %s AND version <> "
+                "(SELECT default_version FROM sources WHERE name = %s)",
+                (doc_id, source),
+            )
             # The page prior's vector (search_sql.PAGE_WEIGHT), kept so a search reads one row a page.
-            self.conn.execute("UPDATE documents SET page_embedding = (SELECT avg(embedding) FROM chunks "
-                              "WHERE document_id = %s) WHERE id = %s", (doc_id, doc_id))
+            self.conn.execute(
+                "UPDATE documents SET page_embedding = (SELECT avg(embedding) FROM chunks "
+                "WHERE document_id = %s) WHERE id = %s",
+                (doc_id, doc_id),
+            )
 
     def delete_documents(self, source: str, paths: Sequence[str]) -> int:
         if not paths:
             return 0
         with self.conn.transaction():
             self._statistics_now_stale()
-            cur = self.conn.execute(
-                "DELETE FROM documents WHERE source = %s AND path = ANY(%s)", (source, list(paths))
-            )
+            cur = self.conn.execute("DELETE FROM documents WHERE source = %s AND path = ANY(%s)", (source, list(paths)))
             return cur.rowcount
 
     def remove_source(self, name: str) -> bool:
@@ -446,8 +516,18 @@ class Store:
                       s.calibration
                FROM sources s ORDER BY s.name"""
         ).fetchall()
-        return [SourceInfo(*row[:8], versions=tuple(row[8]), options=row[9], sync_interval=row[10],
-                           synced_at=row[11], last_sync=row[12], calibration=row[13]) for row in rows]
+        return [
+            SourceInfo(
+                *row[:8],
+                versions=tuple(row[8]),
+                options=row[9],
+                sync_interval=row[10],
+                synced_at=row[11],
+                last_sync=row[12],
+                calibration=row[13],
+            )
+            for row in rows
+        ]
 
     def has_chunks(self) -> bool:  # without counting a million rows
         return self.conn.execute("SELECT EXISTS (SELECT FROM chunks)").fetchone()[0]
@@ -476,8 +556,10 @@ class Store:
         were written or removed since they last were (by this ingest, or by one killed before it got here)."""
         if (model := self.stored_model()) is not None and not self.has_vector_index():
             self.conn.execute(f"SET maintenance_work_mem = '{index_build_memory(self.chunk_count(), model[1])}MB'")
-            self.conn.execute(f"CREATE INDEX IF NOT EXISTS {self.VECTOR_INDEX} ON chunks "
-                              f"USING hnsw (embedding halfvec_cosine_ops) WITH (ef_construction = {HNSW_EF_CONSTRUCTION})")
+            self.conn.execute(
+                f"CREATE INDEX IF NOT EXISTS {self.VECTOR_INDEX} ON chunks "
+                f"USING hnsw (embedding halfvec_cosine_ops) WITH (ef_construction = {HNSW_EF_CONSTRUCTION})"
+            )
             self.conn.execute("RESET maintenance_work_mem")
         if self.statistics_stale():
             self.refresh_statistics()
@@ -490,12 +572,14 @@ class Store:
         self.conn.execute("REFRESH MATERIALIZED VIEW source_stats")
 
     def statistics_stale(self) -> bool:
-        return self.conn.execute("SELECT EXISTS (SELECT FROM pgcite_settings WHERE key = 'statistics_stale')"
-                                 ).fetchone()[0]
+        return self.conn.execute(
+            "SELECT EXISTS (SELECT FROM pgcite_settings WHERE key = 'statistics_stale')"
+        ).fetchone()[0]
 
     def _statistics_now_stale(self) -> None:
-        self.conn.execute("INSERT INTO pgcite_settings (key, value) VALUES ('statistics_stale', 'true') "
-                          "ON CONFLICT (key) DO NOTHING")
+        self.conn.execute(
+            "INSERT INTO pgcite_settings (key, value) VALUES ('statistics_stale', 'true') ON CONFLICT (key) DO NOTHING"
+        )
 
     # --- search -----------------------------------------------------------------------------
 
@@ -523,6 +607,7 @@ class Store:
 
     def load_calibration(self, source: str) -> dict | None:
         return calibration_sql.load(self.conn, source)
+
 
 def index_build_memory(rows: int, dimension: int) -> int:
     """Megabytes of maintenance_work_mem for building the HNSW index over `rows` vectors: the whole

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from psycopg import errors as pgerrors
 
@@ -29,11 +29,14 @@ class KeyPolicy:
 
 def add_key(store: Store, name: str, key_hash: bytes, sources: Sequence[str] | None, admin: bool) -> None:
     try:
-        store.conn.execute("INSERT INTO api_keys (name, key_hash, sources, admin) VALUES (%s, %s, %s, %s)",
-                           (name, key_hash, list(sources) if sources is not None else None, admin))
+        store.conn.execute(
+            "INSERT INTO api_keys (name, key_hash, sources, admin) VALUES (%s, %s, %s, %s)",
+            (name, key_hash, list(sources) if sources is not None else None, admin),
+        )
     except pgerrors.UniqueViolation:
-        raise PgciteError(f"a key named {name!r} exists already; revoke it or choose another name",
-                          kind="conflict") from None
+        raise PgciteError(
+            f"a key named {name!r} exists already; revoke it or choose another name", kind="conflict"
+        ) from None
 
 
 def list_keys(store: Store) -> list[ApiKey]:
@@ -41,14 +44,19 @@ def list_keys(store: Store) -> list[ApiKey]:
         """SELECT name, sources, admin, to_char(created_at, 'YYYY-MM-DD HH24:MI:SS'), revoked_at IS NOT NULL
            FROM api_keys ORDER BY name"""
     ).fetchall()
-    return [ApiKey(name, tuple(sources) if sources is not None else None, admin, created, revoked)
-            for name, sources, admin, created, revoked in rows]
+    return [
+        ApiKey(name, tuple(sources) if sources is not None else None, admin, created, revoked)
+        for name, sources, admin, created, revoked in rows
+    ]
 
 
 def revoke_key(store: Store, name: str) -> bool:
-    return store.conn.execute(
-        "UPDATE api_keys SET revoked_at = now() WHERE name = %s AND revoked_at IS NULL", (name,)
-    ).rowcount > 0
+    return (
+        store.conn.execute(
+            "UPDATE api_keys SET revoked_at = now() WHERE name = %s AND revoked_at IS NULL", (name,)
+        ).rowcount
+        > 0
+    )
 
 
 def key_policy(store: Store, key_hash: bytes | None) -> KeyPolicy:

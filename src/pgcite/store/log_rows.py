@@ -6,9 +6,9 @@ asked over) lies within them; a row asked over every source is seen by unscoped 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Sequence
 
 from psycopg.types.json import Jsonb
 
@@ -62,7 +62,8 @@ def insert(store: Store, entries: Sequence[LogEntry]) -> None:
         cur.executemany(
             f"INSERT INTO answer_log ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "
             "ON CONFLICT (id) DO NOTHING",
-            [[_value(e, c) for c in columns] for e in entries])
+            [[_value(e, c) for c in columns] for e in entries],
+        )
 
 
 def _value(entry: LogEntry, column: str) -> object:
@@ -72,16 +73,31 @@ def _value(entry: LogEntry, column: str) -> object:
     return list(value) if column == "scope" and value is not None else value
 
 
-def entries(store: Store, *, since: datetime | None = None, refused: bool = False, unanswered: bool = False,
-            source: str | None = None, allowed: Sequence[str] | None = None, limit: int | None = 100) -> list[LogEntry]:
+def entries(
+    store: Store,
+    *,
+    since: datetime | None = None,
+    refused: bool = False,
+    unanswered: bool = False,
+    source: str | None = None,
+    allowed: Sequence[str] | None = None,
+    limit: int | None = 100,
+) -> list[LogEntry]:
     """Newest first. refused: only refusals; unanswered: what the gaps report starts from."""
     rows = store.conn.execute(
         f"""{_SELECT} WHERE {_VISIBLE} AND (%(since)s::timestamptz IS NULL OR asked_at >= %(since)s)
             AND (NOT %(refused)s OR refused) AND (NOT %(unanswered)s OR {_UNANSWERED})
             AND (%(source)s::text IS NULL OR %(source)s = ANY(scope))
             ORDER BY asked_at DESC, id LIMIT %(limit)s""",
-        {"allowed": _list(allowed), "since": since, "refused": refused, "unanswered": unanswered,
-         "source": source, "limit": limit}).fetchall()
+        {
+            "allowed": _list(allowed),
+            "since": since,
+            "refused": refused,
+            "unanswered": unanswered,
+            "source": source,
+            "limit": limit,
+        },
+    ).fetchall()
     return [_entry(r) for r in rows]
 
 
@@ -89,36 +105,52 @@ def resolve(store: Store, id_or_prefix: str, allowed: Sequence[str] | None = Non
     """The full id of a row the caller may see, from its id or the first 8 or more of its characters."""
     text = id_or_prefix.strip().lower()
     if len(text) < 8 or any(ch not in "0123456789abcdef-" for ch in text):
-        raise PgciteError(f"{id_or_prefix!r} is not an answer id (or its first 8 characters or more); "
-                          "`pgcite log` lists them", kind="not_found")
+        raise PgciteError(
+            f"{id_or_prefix!r} is not an answer id (or its first 8 characters or more); `pgcite log` lists them",
+            kind="not_found",
+        )
     rows = store.conn.execute(
         f"SELECT id FROM answer_log WHERE {_VISIBLE} AND id::text LIKE %(prefix)s LIMIT 2",
-        {"allowed": _list(allowed), "prefix": text + "%"}).fetchall()
+        {"allowed": _list(allowed), "prefix": text + "%"},
+    ).fetchall()
     if len(rows) != 1:
-        raise PgciteError(f"no logged answer {id_or_prefix!r}" if not rows else
-                          f"{id_or_prefix!r} names more than one logged answer; give more of its id", kind="not_found")
+        raise PgciteError(
+            f"no logged answer {id_or_prefix!r}"
+            if not rows
+            else f"{id_or_prefix!r} names more than one logged answer; give more of its id",
+            kind="not_found",
+        )
     return str(rows[0][0])
 
 
 def rate(store: Store, answer_id: str, rating: str, comment: str | None, allowed: Sequence[str] | None = None) -> bool:
-    return store.conn.execute(
-        f"""UPDATE answer_log SET rating = %(rating)s, comment = %(comment)s, rated_at = now()
+    return (
+        store.conn.execute(
+            f"""UPDATE answer_log SET rating = %(rating)s, comment = %(comment)s, rated_at = now()
             WHERE id = %(id)s AND {_VISIBLE}""",
-        {"rating": rating, "comment": comment or None, "id": answer_id, "allowed": _list(allowed)}).rowcount > 0
+            {"rating": rating, "comment": comment or None, "id": answer_id, "allowed": _list(allowed)},
+        ).rowcount
+        > 0
+    )
 
 
 def confirm(store: Store, answer_id: str, allowed: Sequence[str] | None = None) -> bool:
-    return store.conn.execute(
-        f"UPDATE answer_log SET confirmed = true WHERE id = %(id)s AND refused AND {_VISIBLE}",
-        {"id": answer_id, "allowed": _list(allowed)}).rowcount > 0
+    return (
+        store.conn.execute(
+            f"UPDATE answer_log SET confirmed = true WHERE id = %(id)s AND refused AND {_VISIBLE}",
+            {"id": answer_id, "allowed": _list(allowed)},
+        ).rowcount
+        > 0
+    )
 
 
 def prune(store: Store, days: int) -> int:
     """Delete the rows older than `days` days; 0 keeps every row."""
     if days <= 0:
         return 0
-    return store.conn.execute("DELETE FROM answer_log WHERE asked_at < now() - make_interval(days => %s)",
-                              (days,)).rowcount
+    return store.conn.execute(
+        "DELETE FROM answer_log WHERE asked_at < now() - make_interval(days => %s)", (days,)
+    ).rowcount
 
 
 def count(store: Store) -> int:

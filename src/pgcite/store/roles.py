@@ -4,8 +4,8 @@ login role that may only read (the query path), both made by `pgcite db roles`."
 from __future__ import annotations
 
 import secrets
-from urllib.parse import quote
 from dataclasses import dataclass
+from urllib.parse import quote
 
 import psycopg
 from psycopg import sql
@@ -35,8 +35,10 @@ def plan_roles(dsn: str, writer: str, query: str) -> RolePlan:
         sql.SQL("GRANT CONNECT, TEMPORARY ON DATABASE {} TO {}").format(sql.Identifier(database), w),
         sql.SQL("GRANT USAGE, CREATE ON SCHEMA public TO {}").format(w),
         # The query path's rights: SELECT on every table the writer makes, now and later.
-        sql.SQL("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = {}) THEN CREATE ROLE {} NOLOGIN; "
-                "END IF; END $$").format(sql.Literal(READER_ROLE), r),
+        sql.SQL(
+            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = {}) THEN CREATE ROLE {} NOLOGIN; "
+            "END IF; END $$"
+        ).format(sql.Literal(READER_ROLE), r),
         sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(r),
         sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(r),
         sql.SQL("ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA public GRANT SELECT ON TABLES TO {}").format(w, r),
@@ -54,8 +56,10 @@ def _url(dsn: str, user: str, password: str) -> str:
     if host.startswith("/"):
         return make_conninfo(dsn, user=user, password=password)
     port = f":{info['port']}" if info.get("port") else ""
-    return (f"postgresql://{quote(user, safe='')}:{quote(password, safe='')}@{host}{port}/"
-            f"{quote(info.get('dbname') or user, safe='')}")
+    return (
+        f"postgresql://{quote(user, safe='')}:{quote(password, safe='')}@{host}{port}/"
+        f"{quote(info.get('dbname') or user, safe='')}"
+    )
 
 
 def apply_roles(dsn: str, plan: RolePlan) -> None:
@@ -65,10 +69,13 @@ def apply_roles(dsn: str, plan: RolePlan) -> None:
             for statement in plan.statements:
                 conn.execute(statement)
     except psycopg.errors.DuplicateObject as exc:
-        raise StoreError(f"{str(exc).splitlines()[0]}; choose other names (--writer, --query) or drop that role",
-                         kind="conflict") from None
+        raise StoreError(
+            f"{str(exc).splitlines()[0]}; choose other names (--writer, --query) or drop that role", kind="conflict"
+        ) from None
     except psycopg.errors.InsufficientPrivilege as exc:
-        raise StoreError(f"{str(exc).splitlines()[0]}; run it as a superuser, or as a role with CREATEROLE that "
-                         "owns the database", kind="forbidden") from None
+        raise StoreError(
+            f"{str(exc).splitlines()[0]}; run it as a superuser, or as a role with CREATEROLE that owns the database",
+            kind="forbidden",
+        ) from None
     except psycopg.OperationalError as exc:
         raise StoreError(f"cannot connect to make the roles: {str(exc).strip().splitlines()[0]}") from None

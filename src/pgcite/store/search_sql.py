@@ -4,8 +4,8 @@ the question's terms that no document uses."""
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import psycopg
@@ -36,7 +36,7 @@ EF_SEARCH = 800
 
 # Connections whose session has the search settings (setting them per search cost a transaction
 # of four statements).
-_SEARCH_READY: "weakref.WeakSet[psycopg.Connection]" = weakref.WeakSet()
+_SEARCH_READY: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,10 @@ def prepare(conn: psycopg.Connection) -> None:
         # then cannot see which source a filter names, so it walked the HNSW graph for a source
         # of 1% of a million rows (0.25 s, k found for 57 of 126 questions) where the plan for
         # that source reads its rows through the source index (0.011 s, always k).
-        conn.execute(f"SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = {int(EF_SEARCH)}; "
-                     "SET plan_cache_mode = force_custom_plan")
+        conn.execute(
+            f"SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = {int(EF_SEARCH)}; "
+            "SET plan_cache_mode = force_custom_plan"
+        )
         if conn.info.transaction_status == pq.TransactionStatus.IDLE:  # not undone by a rollback
             _SEARCH_READY.add(conn)
 
@@ -101,22 +103,40 @@ def search(
     if mode not in SEARCH_MODES:
         raise StoreError(f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}", kind="bad_request")
     params = {
-        "q": np.asarray(vector, dtype=np.float32), "text": text, "k": k, "n": max(candidates, k),
-        "source": filters.source, "prefix": filters.path_prefix, "version": filters.version,
+        "q": np.asarray(vector, dtype=np.float32),
+        "text": text,
+        "k": k,
+        "n": max(candidates, k),
+        "source": filters.source,
+        "prefix": filters.path_prefix,
+        "version": filters.version,
         "exclude_flagged": filters.exclude_flagged,
         "allowed": list(filters.allowed_sources) if filters.allowed_sources is not None else None,
-        "max_distance": max_distance, "barred": max_distance is not None or calibrated, "default_bar": default_bar,
+        "max_distance": max_distance,
+        "barred": max_distance is not None or calibrated,
+        "default_bar": default_bar,
         "bar_key": bar_key,
         "min_coverage": word_match.coverage if word_match else 1.0,
         "slack": word_match.slack if word_match else 0.0,
-        "use_vector": mode in ("vector", "hybrid"), "use_text": mode in ("text", "hybrid"),
-        "chunk_weight": CHUNK_WEIGHT, "section_weight": SECTION_WEIGHT, "k1": BM25_K1, "b": BM25_B,
-        "postings": TEXT_POSTINGS, "page_weight": PAGE_WEIGHT, "demote": demote_changelogs, "changelog_factor": CHANGELOG_FACTOR,
+        "use_vector": mode in ("vector", "hybrid"),
+        "use_text": mode in ("text", "hybrid"),
+        "chunk_weight": CHUNK_WEIGHT,
+        "section_weight": SECTION_WEIGHT,
+        "k1": BM25_K1,
+        "b": BM25_B,
+        "postings": TEXT_POSTINGS,
+        "page_weight": PAGE_WEIGHT,
+        "demote": demote_changelogs,
+        "changelog_factor": CHANGELOG_FACTOR,
     }
     prepare(conn)
     rows = conn.execute(_SEARCH_SQL, params).fetchall()
-    return [SearchHit(*row[:8], distance=float(row[8]), flags=tuple(row[9]), rank_score=float(row[10]),
-                      coverage=float(row[11])) for row in rows]
+    return [
+        SearchHit(
+            *row[:8], distance=float(row[8]), flags=tuple(row[9]), rank_score=float(row[10]), coverage=float(row[11])
+        )
+        for row in rows
+    ]
 
 
 def unknown_terms(conn: psycopg.Connection, terms: Sequence[str], filters: SearchFilter = SearchFilter()) -> list[str]:
@@ -125,8 +145,9 @@ def unknown_terms(conn: psycopg.Connection, terms: Sequence[str], filters: Searc
     if not terms:
         return []
     sources = [filters.source] if filters.source else filters.allowed_sources
-    rows = conn.execute(_UNKNOWN_TERMS_SQL, {
-        "terms": list(terms), "sources": list(sources) if sources is not None else None}).fetchall()
+    rows = conn.execute(
+        _UNKNOWN_TERMS_SQL, {"terms": list(terms), "sources": list(sources) if sources is not None else None}
+    ).fetchall()
     return [row[0] for row in rows]
 
 

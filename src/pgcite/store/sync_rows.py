@@ -15,26 +15,37 @@ if TYPE_CHECKING:
 PATHS_KEPT = 50  # changed paths recorded per kind; the counts are always whole
 
 
-def record(store: Store, name: str, *, trigger: str, seconds: float, report: IngestReport | None = None,
-           error: str = "") -> None:
+def record(
+    store: Store, name: str, *, trigger: str, seconds: float, report: IngestReport | None = None, error: str = ""
+) -> None:
     """The outcome of a pass over source `name` (a failed one has `error` and no report)."""
     last: dict = {"trigger": trigger, "seconds": round(seconds, 3), "error": error}
     if report is not None:
-        last |= {"new": report.new, "changed": report.changed, "removed": report.removed,
-                 "unchanged": report.unchanged, "skipped": len(report.skipped),
-                 "paths": {kind: paths[:PATHS_KEPT] for kind, paths in report.paths.items()}}
+        last |= {
+            "new": report.new,
+            "changed": report.changed,
+            "removed": report.removed,
+            "unchanged": report.unchanged,
+            "skipped": len(report.skipped),
+            "paths": {kind: paths[:PATHS_KEPT] for kind, paths in report.paths.items()},
+        }
     store.conn.execute("UPDATE sources SET synced_at = now(), last_sync = %s WHERE name = %s", (Jsonb(last), name))
 
 
 def set_interval(store: Store, name: str, seconds: int | None) -> bool:
     """Sync source `name` every `seconds` in the server (None: never); False if there is no such source."""
-    return store.conn.execute("UPDATE sources SET sync_interval = make_interval(secs => %s) WHERE name = %s",
-                              (seconds, name)).rowcount > 0
+    return (
+        store.conn.execute(
+            "UPDATE sources SET sync_interval = make_interval(secs => %s) WHERE name = %s", (seconds, name)
+        ).rowcount
+        > 0
+    )
 
 
 def due(store: Store) -> list[str]:
     """The scheduled sources whose interval has passed since their last sync, the longest waiting first."""
     rows = store.conn.execute(
         "SELECT name FROM sources WHERE sync_interval IS NOT NULL AND (synced_at IS NULL OR synced_at + sync_interval "
-        "<= now()) ORDER BY synced_at NULLS FIRST")
+        "<= now()) ORDER BY synced_at NULLS FIRST"
+    )
     return [name for (name,) in rows]
