@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from pgcite.calibration import measure  # noqa: E402
+from pgcite.retrieval.calibration import measure  # noqa: E402
 from pgcite.config import load_settings  # noqa: E402
 from pgcite.core import Pgcite  # noqa: E402
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from scratch import scratch_settings
 
-from pgcite.chat_api import Message, question_of
+from pgcite.server.chat import Message, question_of
 from pgcite.core import Pgcite
-from pgcite.evaluation import Gold, distinct_sections, matches
+from pgcite.evaluation.harness import Gold, distinct_sections, matches
 from pgcite.vocabulary import SearchFilter
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""How `pgcite gaps` groups unanswered questions by need (src/pgcite/gaps.py): embedding distance
+"""How `pgcite gaps` groups unanswered questions by need (src/pgcite/learn/gaps.py): embedding distance
 alone, against "close in meaning or sharing rare words", on the sets of eval/gaps-paraphrases.jsonl.
 
 Rows: set, need, question (a need with one row is a question asked once); each set is grouped as
@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 from scipy.special import comb
 
-from pgcite.embedding import LocalEmbedder
-from pgcite.gaps import METHOD, THRESHOLD, WORDS, Asked, group_questions
+from pgcite.embedding.models import LocalEmbedder
+from pgcite.learn.gaps import METHOD, THRESHOLD, WORDS, Asked, group_questions
 
 ROOT = Path(__file__).resolve().parents[1]
 OLD = ("complete", 0.60, None)  # the first attempt: complete linkage on the embeddings alone
@@ -119,7 +119,7 @@ def main() -> None:
     recall_first = max(cells, key=lambda c: cells[c][3])
     print(f"precision first: METHOD = {chosen[0]!r}, THRESHOLD = {chosen[1]}, WORDS = {chosen[2]}")
     print(f"best worst F0.5 (for comparison): {recall_first[0]!r} at {recall_first[1]}, WORDS {recall_first[2]}")
-    print(f"src/pgcite/gaps.py has METHOD = {METHOD!r}, THRESHOLD = {THRESHOLD}, WORDS = {WORDS}"
+    print(f"src/pgcite/learn/gaps.py has METHOD = {METHOD!r}, THRESHOLD = {THRESHOLD}, WORDS = {WORDS}"
           + ("" if chosen == (METHOD, THRESHOLD, WORDS) else "  <-- differs"))
 
     settings = {"old: embedding only": OLD, "alt: best F0.5": recall_first,

@@ -23,12 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from pgcite.chunking import chunk_by_headings
+from pgcite.ingest.chunking import chunk_by_headings
 from pgcite.config import Settings
-from pgcite.embedding import LocalEmbedder
-from pgcite.ingest import chunk_budget
-from pgcite.markdown import parse
-from pgcite.sources import Document, open_source
+from pgcite.embedding.models import LocalEmbedder
+from pgcite.ingest.flow import chunk_budget
+from pgcite.ingest.markdown import parse
+from pgcite.ingest.sources import Document, open_source
 from pgcite.store import server
 
 from reference import ReferenceEmbedder

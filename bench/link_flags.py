@@ -17,11 +17,11 @@ import sys
 from pathlib import Path
 
 from pgcite.config import load_settings
-from pgcite.embedding import LocalEmbedder
-from pgcite.ingest import chunk_budget, chunk_document, open_location
+from pgcite.embedding.models import LocalEmbedder
+from pgcite.ingest.flow import chunk_budget, chunk_document, open_location
 from pgcite.safety import injection_flags, link_flags, own_sites
-from pgcite.sites import detect
-from pgcite.sources import Skipped
+from pgcite.ingest.sites import detect
+from pgcite.ingest.sources import Skipped
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = ROOT.parent / "shared" / "corpora"

@@ -1,4 +1,4 @@
-"""Scan every stored chunk for site-generator markup a reader never sees (pgcite.sites.leftovers):
+"""Scan every stored chunk for site-generator markup a reader never sees (pgcite.ingest.sites.leftovers):
 JSX and HTML tags, MDX imports and comments, `:::` containers, MkDocs blocks, attribute lists,
 include directives, shortcodes and templates, in the prose of the chunk (code is left out: it may
 show markup on purpose) and in its breadcrumb.
@@ -16,7 +16,7 @@ import collections
 import sys
 
 from pgcite.config import load_settings
-from pgcite.sites.leftovers import leftovers
+from pgcite.ingest.sites.leftovers import leftovers
 from pgcite.store import Store
 
 

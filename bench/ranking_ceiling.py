@@ -14,7 +14,7 @@ import argparse
 
 from pgcite.config import load_settings
 from pgcite.core import Pgcite
-from pgcite.evaluation import distinct_sections, fetch_size, load_questions, matches
+from pgcite.evaluation.harness import distinct_sections, fetch_size, load_questions, matches
 from pgcite.vocabulary import SearchFilter
 
 MODES = ("vector", "text", "hybrid")

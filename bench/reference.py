@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from pgcite.embedding import LocalEmbedder, bundled_model_dir
+from pgcite.embedding.models import LocalEmbedder, bundled_model_dir
 
 # A question, a code passage, and a text past the 256-token window (truncation must match too).
 FIXED_TEXTS = [

@@ -19,12 +19,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from pgcite.calibration import Calibration  # noqa: E402
+from pgcite.retrieval.calibration import Calibration  # noqa: E402
 from pgcite.config import load_settings  # noqa: E402
 from pgcite.core import Pgcite  # noqa: E402
-from pgcite.evaluation import load_questions  # noqa: E402
-from pgcite.extractive import ExtractiveGenerator  # noqa: E402
-from pgcite.retrieval import retrieve, select_context  # noqa: E402
+from pgcite.evaluation.harness import load_questions  # noqa: E402
+from pgcite.answer.extractive import ExtractiveGenerator  # noqa: E402
+from pgcite.retrieval.search import retrieve, select_context  # noqa: E402
 from pgcite.vocabulary import SearchFilter  # noqa: E402
 
 SIGNALS = ("z", "best_z", "top_coverage", "best_coverage", "fed_coverage", "unit_relevance", "unit_cosine",

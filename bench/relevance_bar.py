@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 
 from pgcite.config import Settings
-from pgcite.embedding import LocalEmbedder
-from pgcite.evaluation import load_questions
-from pgcite.ingest import ingest, open_location
-from pgcite.retrieval import DEFAULT_MAX_DISTANCE, WORD_MATCH_COVERAGE, WORD_MATCH_SLACK
+from pgcite.embedding.models import LocalEmbedder
+from pgcite.evaluation.harness import load_questions
+from pgcite.ingest.flow import ingest, open_location
+from pgcite.retrieval.search import DEFAULT_MAX_DISTANCE, WORD_MATCH_COVERAGE, WORD_MATCH_SLACK
 from pgcite.store import SearchFilter, Store
 from scratch import CORPORA, scratch_settings
 

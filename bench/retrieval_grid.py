@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from pgcite.config import Settings
-from pgcite.embedding import LocalEmbedder
-from pgcite.evaluation import evaluate, load_questions, run_searches
+from pgcite.embedding.models import LocalEmbedder
+from pgcite.evaluation.harness import evaluate, load_questions, run_searches
 from pgcite.core import Pgcite
 from pgcite.store import search_sql
 from scratch import question_set, scratch_settings

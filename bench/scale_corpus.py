@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from pgcite.config import Settings
-from pgcite.embedding import LocalEmbedder
-from pgcite.ingest import ingest, open_location
+from pgcite.embedding.models import LocalEmbedder
+from pgcite.ingest.flow import ingest, open_location
 from pgcite.store import Store
 from scratch import CORPORA
 

@@ -19,9 +19,9 @@ import statistics
 import sys
 import time
 
-from pgcite.embedding import LocalEmbedder
-from pgcite.evaluation import load_questions
-from pgcite.retrieval import search
+from pgcite.embedding.models import LocalEmbedder
+from pgcite.evaluation.harness import load_questions
+from pgcite.retrieval.search import search
 from pgcite.store import SearchFilter, Store
 from scale_corpus import BASE_HOME, SOURCE, base_settings, ensure_base, grow
 from scratch import ANTHROPIC

@@ -26,7 +26,7 @@ QUESTION = "How do I point pgcite at my own PostgreSQL server?"
 
 def reference(command: str) -> None:
     """`search` or `ask` as the CLI does it, embedding with sentence-transformers."""
-    import pgcite.cli  # noqa: F401  (the same imports as the command)
+    import pgcite.cli.main  # noqa: F401  (the same imports as the command)
     from pgcite.config import load_settings
     from pgcite.core import Pgcite
 

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from pgcite.config import load_settings  # noqa: E402
-from pgcite.evaluation import RankedSection, contains_fact, load_questions, matches, trail_of  # noqa: E402
+from pgcite.evaluation.harness import RankedSection, contains_fact, load_questions, matches, trail_of  # noqa: E402
 from pgcite.store import Store  # noqa: E402
 
 

@@ -80,6 +80,6 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
 
 @pytest.fixture(scope="session")
 def embedder():
-    from pgcite.embedding import LocalEmbedder
+    from pgcite.embedding.models import LocalEmbedder
 
     return LocalEmbedder()

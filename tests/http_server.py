@@ -19,7 +19,7 @@ import uvicorn
 
 from psycopg.conninfo import make_conninfo
 
-from pgcite.api import create_app
+from pgcite.server.app import create_app
 from pgcite.config import Settings
 from pgcite.core import Pgcite
 from tests.conftest import _drop_database, _fresh_database

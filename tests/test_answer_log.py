@@ -15,7 +15,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from pgcite.answer_log import AnswerLog, Origin, entry_of, eval_rows, parse_since
+from pgcite.learn.log import AnswerLog, Origin, entry_of, eval_rows, parse_since
 from pgcite.config import Settings
 from pgcite.core import Pgcite
 from pgcite.errors import PgciteError

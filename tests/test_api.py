@@ -16,7 +16,7 @@ from psycopg.conninfo import make_conninfo
 from pgcite import shapes
 from pgcite.config import Settings
 from pgcite.core import Pgcite
-from pgcite.generation import ChatGenerator
+from pgcite.answer.generation import ChatGenerator
 from pgcite.vocabulary import REFUSAL, SearchFilter
 from tests.conftest import _drop_database, _fresh_database
 from tests.fake_openai import FakeOpenAI, Reply

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from pgcite.answer import ask
+from pgcite.answer.flow import ask
 from pgcite.config import Settings
-from pgcite.extractive import ExtractiveGenerator
-from pgcite.generation import ChatGenerator, GenerationError
+from pgcite.answer.extractive import ExtractiveGenerator
+from pgcite.answer.generation import ChatGenerator, GenerationError
 from pgcite.vocabulary import REFUSAL
-from pgcite.retrieval import names_in
-from pgcite.ingest import ingest, open_location
+from pgcite.retrieval.search import names_in
+from pgcite.ingest.flow import ingest, open_location
 from pgcite.store import SearchFilter, Store
 from tests.fake_openai import Delay, FakeOpenAI, Reply
 
@@ -194,7 +194,7 @@ def test_a_chat_model_reads_the_sections_when_the_question_names_what_no_documen
 
 
 def test_a_name_is_asked_about_when_the_question_turns_on_it(embedder):
-    from pgcite.retrieval import names_asked_about
+    from pgcite.retrieval.search import names_asked_about
 
     # Leaving the name out changes what is asked: shifts 0.26 and 0.31 (1 - cosine).
     assert names_asked_about(embedder, "How do I deploy my widgets to Netlify?", ["Netlify"]) == ["Netlify"]

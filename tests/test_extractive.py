@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pgcite.extractive import DEFAULT_MIN_COVERAGE, DEFAULT_MIN_SCORE, ExtractiveGenerator, normalise
+from pgcite.answer.extractive import DEFAULT_MIN_COVERAGE, DEFAULT_MIN_SCORE, ExtractiveGenerator, normalise
 from pgcite.vocabulary import REFUSAL, Passage, SearchHit, Usage
 
 pytestmark = pytest.mark.slow
@@ -324,9 +324,9 @@ def test_anthropic_docs_gold_sections_spot_check(generator):
     root = CORPORA / "anthropic-docs"
     if not (root / "questions-dev.jsonl").is_file():
         pytest.skip(f"corpus 'anthropic-docs' not found at {root} (it lives in ../shared/corpora beside the repo)")
-    from pgcite.chunking import chunk_by_headings
-    from pgcite.extractive import _content_words
-    from pgcite.markdown import parse
+    from pgcite.ingest.chunking import chunk_by_headings
+    from pgcite.answer.extractive import _content_words
+    from pgcite.ingest.markdown import parse
 
     questions = [json.loads(line) for line in (root / "questions-dev.jsonl").read_text().splitlines() if line]
     chunks: dict[str, list] = {}

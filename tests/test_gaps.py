@@ -1,4 +1,4 @@
-"""Grouping unanswered questions by need (src/pgcite/gaps.py): the bookkeeping and the word channel on
+"""Grouping unanswered questions by need (src/pgcite/learn/gaps.py): the bookkeeping and the word channel on
 hand-made vectors, and the chosen METHOD/THRESHOLD/WORDS on a held-out set of paraphrases with the real
 model."""
 
@@ -10,7 +10,7 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from pgcite.gaps import THRESHOLD, WORDS, Asked, content_words, distances, group_questions, word_similarity
+from pgcite.learn.gaps import THRESHOLD, WORDS, Asked, content_words, distances, group_questions, word_similarity
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
 

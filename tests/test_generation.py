@@ -9,7 +9,7 @@ import time
 import pytest
 
 from pgcite.config import Settings
-from pgcite.generation import ChatGenerator, GenerationError, ThinkFilter, build_choice_messages, build_messages, read_choice
+from pgcite.answer.generation import ChatGenerator, GenerationError, ThinkFilter, build_choice_messages, build_messages, read_choice
 from pgcite.vocabulary import REFUSAL, Passage, SearchHit, Usage
 from tests.fake_openai import Delay, FakeOpenAI, Reply, Status, closed_port
 

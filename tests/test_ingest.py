@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from pgcite.config import Settings
-from pgcite.embedding import OpenAIEmbedder
+from pgcite.embedding.models import OpenAIEmbedder
 from pgcite.errors import EmbeddingError, ModelMismatchError, PgciteError, SourceError
-from pgcite.ingest import ingest, open_location
-from pgcite.retrieval import search
+from pgcite.ingest.flow import ingest, open_location
+from pgcite.retrieval.search import search
 from pgcite.store import SearchFilter, Store
 from tests.fake_openai import FakeOpenAI, closed_port
 

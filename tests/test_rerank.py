@@ -10,8 +10,8 @@ import pytest
 
 from pgcite.config import Settings
 from pgcite.core import Pgcite
-from pgcite.generation import GenerationError
-from pgcite.rerank import RerankError
+from pgcite.answer.generation import GenerationError
+from pgcite.retrieval.rerank import RerankError
 from pgcite.vocabulary import SearchFilter
 from tests.fake_openai import FakeOpenAI, closed_port
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from pgcite.chunking import chunk_by_headings, load_tokenizer
+from pgcite.ingest.chunking import chunk_by_headings, load_tokenizer
 from pgcite.config import Settings
-from pgcite.embedding import bundled_model_dir
-from pgcite.ingest import open_location
-from pgcite.sites import Page, Site, detect, join_url
-from pgcite.sites.leftovers import leftovers
-from pgcite.sources import Document
+from pgcite.embedding.models import bundled_model_dir
+from pgcite.ingest.flow import open_location
+from pgcite.ingest.sites import Page, Site, detect, join_url
+from pgcite.ingest.sites.leftovers import leftovers
+from pgcite.ingest.sources import Document
 from tests.conftest import corpus
 
 FASTAPI_URLS = [  # a sample of 30 pages: (path, the URL of its first section), as fastapi.tiangolo.com serves it

@@ -1,4 +1,4 @@
-"""Site generators (pgcite.sites): detection, cleaning, includes, routing, anchors and versions,
+"""Site generators (pgcite.ingest.sites): detection, cleaning, includes, routing, anchors and versions,
 on the small fixture sites in tests/sites/. No database and no model: pages are read and parsed
 exactly as ingest reads them."""
 
@@ -11,13 +11,13 @@ import pytest
 
 from pgcite.config import Settings
 from pgcite.errors import SourceError
-from pgcite.ingest import open_location
-from pgcite.sites import Page, Site, detect, join_url
-from pgcite.retrieval import is_release_question
-from pgcite.sites.changelog import is_changelog
-from pgcite.sites.leftovers import leftovers
-from pgcite.markdown import parse
-from pgcite.sources import Document
+from pgcite.ingest.flow import open_location
+from pgcite.ingest.sites import Page, Site, detect, join_url
+from pgcite.retrieval.search import is_release_question
+from pgcite.ingest.sites.changelog import is_changelog
+from pgcite.ingest.sites.leftovers import leftovers
+from pgcite.ingest.markdown import parse
+from pgcite.ingest.sources import Document
 
 SITES = Path(__file__).parent / "sites"
 

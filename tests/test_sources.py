@@ -1,4 +1,4 @@
-"""Tests for pgcite.sources: folders, zip archives (read in place) and S3 (a real moto server)."""
+"""Tests for pgcite.ingest.sources: folders, zip archives (read in place) and S3 (a real moto server)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pgcite import sources
+from pgcite.ingest import sources
 from pgcite.errors import SourceError
-from pgcite.sources import (
+from pgcite.ingest.sources import (
     DEFAULT_EXCLUDE,
     Document,
     FolderSource,

@@ -354,7 +354,7 @@ class _Embedder:
 def test_a_search_is_one_round_trip_on_a_connection_that_has_searched(settings: Settings, tmp_path: Path):
     """Counted in libpq's own trace of what the client sends: every statement ends in a Sync
     (extended protocol) or is a Query (simple protocol), and each waits for the server's answer."""
-    from pgcite.retrieval import retrieve, search
+    from pgcite.retrieval.search import retrieve, search
 
     with Store.open(settings) as writer:
         writer.bind_model("m", 16)
@@ -412,7 +412,7 @@ def test_a_database_of_full_precision_vectors_is_converted_to_halfvec_with_its_i
 def test_searches_are_planned_for_their_own_filters_on_a_connection_that_prepared_them(settings: Settings):
     """psycopg prepares a statement run five times; PostgreSQL would then switch to a generic plan
     that cannot tell a small source from the whole index. Every search is planned for its values."""
-    from pgcite.retrieval import search
+    from pgcite.retrieval.search import search
 
     with Store.open(settings) as store:
         store.bind_model("m", 16)

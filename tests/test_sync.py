@@ -22,9 +22,9 @@ import pytest
 from pgcite.config import Settings
 from pgcite.core import Pgcite
 from pgcite.errors import PgciteError, SourceError
-from pgcite.sources import Document, Unchanged, open_source
+from pgcite.ingest.sources import Document, Unchanged, open_source
 from pgcite.store import Store
-from pgcite.sync import format_interval, parse_interval
+from pgcite.ingest.sync import format_interval, parse_interval
 from tests.test_cli import REPO, pgcite
 from tests.test_sources import fake_aws
 

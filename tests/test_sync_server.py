@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from pgcite.core import Pgcite
-from pgcite.jobs import SYNC_SETTLE
-from pgcite.webhooks import verify
+from pgcite.server.jobs import SYNC_SETTLE
+from pgcite.server.webhooks import verify
 from pgcite.errors import PgciteError
 from tests.http_server import Reply, call, served
 from tests.test_sync import PAGES, clone_pair, paths_found, push_change

@@ -14,7 +14,7 @@ from typing import Iterator
 import pytest
 
 from pgcite.core import Pgcite
-from pgcite.generation import ChatGenerator
+from pgcite.answer.generation import ChatGenerator
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.http_server import call, running, served
 

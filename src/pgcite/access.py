@@ -10,8 +10,8 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from .errors import PgciteError
-from .store.keys import KeyPolicy
+from pgcite.errors import PgciteError
+from pgcite.store.keys import KeyPolicy
 
 KEY_PREFIX = "pgc_"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

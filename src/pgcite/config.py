@@ -12,7 +12,7 @@ from pathlib import Path
 
 import platformdirs
 
-from .errors import PgciteError
+from pgcite.errors import PgciteError
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 # Measured on the Anthropic dev questions: hybrid MRR@3 0.950 vs vector 0.813 (docs/retrieval.md).

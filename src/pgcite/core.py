@@ -19,23 +19,23 @@ from typing import TYPE_CHECKING
 import numpy as np
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from . import access
-from .answer import Answer, AnswerEvent, ask_stream
-from .answer_log import AnswerLog, Origin, entry_of
-from .config import Settings
-from .embedding import Embedder, fingerprint, make_embedder
-from .errors import PgciteError, SourceError, StoreError, first_line
-from .generation import ChatGenerator, GenerationError, Generator
-from .rerank import ChatChooser, Reranker, RerankServer
-from .retrieval import search
-from .store import SourceInfo, Store, log_rows, sync_rows
-from .store import keys as key_store
-from .store.log_rows import LogEntry
-from .vocabulary import SearchFilter, SearchHit
+from pgcite import access
+from pgcite.answer.flow import Answer, AnswerEvent, ask_stream
+from pgcite.learn.log import AnswerLog, Origin, entry_of
+from pgcite.config import Settings
+from pgcite.embedding.models import Embedder, fingerprint, make_embedder
+from pgcite.errors import PgciteError, SourceError, StoreError, first_line
+from pgcite.answer.generation import ChatGenerator, GenerationError, Generator
+from pgcite.retrieval.rerank import ChatChooser, Reranker, RerankServer
+from pgcite.retrieval.search import search
+from pgcite.store import SourceInfo, Store, log_rows, sync_rows
+from pgcite.store import keys as key_store
+from pgcite.store.log_rows import LogEntry
+from pgcite.vocabulary import SearchFilter, SearchHit
 
 if TYPE_CHECKING:  # ingest's readers and chunker load only when something is ingested
-    from .gaps import Gap
-    from .ingest import IngestReport, Progress
+    from pgcite.learn.gaps import Gap
+    from pgcite.ingest.flow import IngestReport, Progress
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def make_generator(settings: Settings, embedder: Embedder) -> Generator:
         if not settings.chat_model:
             raise GenerationError("a chat server URL is set but no chat model; set PGCITE_CHAT_MODEL")
         return ChatGenerator(settings)
-    from .extractive import ExtractiveGenerator
+    from pgcite.answer.extractive import ExtractiveGenerator
 
     return ExtractiveGenerator(embedder)
 
@@ -311,8 +311,8 @@ class Pgcite:
         """embedder: another than the query path's (the server's ingest jobs have their own).
         pull: `git pull` the folder before each sync (sync.py). trigger: what started it, for the
         source's last sync. uploaded: `location` is a temporary copy of an upload, not to be kept."""
-        from .ingest import ingest, open_location
-        from .sources import is_remote
+        from pgcite.ingest.flow import ingest, open_location
+        from pgcite.ingest.sources import is_remote
 
         # Kept with the source, so that a sync from anywhere reads it again the same way.
         location, include_root = (os.path.abspath(p) if p and not is_remote(p) else p for p in (location, include_root))
@@ -352,8 +352,8 @@ class Pgcite:
     ) -> IngestReport:
         """Read source `name` again from where it was ingested, with the same options (pulling the
         folder first when it was ingested with `pull`); only what changed is read and stored."""
-        from .sources import is_remote
-        from .sync import pull
+        from pgcite.ingest.sources import is_remote
+        from pgcite.ingest.sync import pull
 
         info = self.source(name)
         options = info.options or {"base_url": info.base_url}  # a source ingested before options were kept
@@ -501,7 +501,7 @@ class Pgcite:
     ) -> list[Gap]:
         """What the docs are missing: the unanswered questions, grouped by need (gaps.py), each with
         the sections the docs do have that come closest."""
-        from .gaps import MAX_QUESTIONS, Asked, group_questions
+        from pgcite.learn.gaps import MAX_QUESTIONS, Asked, group_questions
 
         rows = self.log_entries(since=since, unanswered=True, allowed=allowed, limit=MAX_QUESTIONS)
         asked = [

@@ -8,16 +8,16 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from .answer import Answer
-from .store import SourceInfo
-from .store.keys import ApiKey
-from .vocabulary import Dropped, Passage, SearchHit
+from pgcite.answer.flow import Answer
+from pgcite.store import SourceInfo
+from pgcite.store.keys import ApiKey
+from pgcite.vocabulary import Dropped, Passage, SearchHit
 
 if TYPE_CHECKING:
-    from .core import Status
-    from .gaps import Gap
-    from .ingest import IngestReport
-    from .store.log_rows import LogEntry
+    from pgcite.core import Status
+    from pgcite.learn.gaps import Gap
+    from pgcite.ingest.flow import IngestReport
+    from pgcite.store.log_rows import LogEntry
 
 
 def hit(h: SearchHit) -> dict:

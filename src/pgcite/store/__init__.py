@@ -1,8 +1,8 @@
 """Storage: the embedded server's lifecycle, schema migrations and all SQL."""
 
-from . import sync_rows
-from .database import ChunkRow, SearchFilter, SearchHit, SourceInfo, Store, embed_hash
-from .search_sql import SEARCH_MODES, WordMatch
+from pgcite.store import sync_rows
+from pgcite.store.database import ChunkRow, SearchFilter, SearchHit, SourceInfo, Store, embed_hash
+from pgcite.store.search_sql import SEARCH_MODES, WordMatch
 
 __all__ = [
     "SEARCH_MODES",

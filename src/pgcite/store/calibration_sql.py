@@ -7,7 +7,7 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import search_sql
+from pgcite.store import search_sql
 
 
 def chunk_count(conn: psycopg.Connection, source: str) -> int:

@@ -19,11 +19,11 @@ from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.json import Jsonb
 
-from ..config import Settings
-from ..errors import ModelMismatchError, StoreError
-from ..vocabulary import SearchFilter, SearchHit
-from . import calibration_sql, search_sql, server
-from .schema import MIGRATIONS
+from pgcite.config import Settings
+from pgcite.errors import ModelMismatchError, StoreError
+from pgcite.vocabulary import SearchFilter, SearchHit
+from pgcite.store import calibration_sql, search_sql, server
+from pgcite.store.schema import MIGRATIONS
 
 READER_ROLE = "pgcite_reader"
 MAX_INDEXED_DIMENSION = 4000  # pgvector HNSW on the halfvec type

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from psycopg import errors as pgerrors
 
-from ..errors import PgciteError
-from .database import Store
+from pgcite.errors import PgciteError
+from pgcite.store.database import Store
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from datetime import datetime
 
 from psycopg.types.json import Jsonb
 
-from ..errors import PgciteError
-from .database import Store
+from pgcite.errors import PgciteError
+from pgcite.store.database import Store
 
 RATINGS = ("up", "down")
 _VISIBLE = "(%(allowed)s::text[] IS NULL OR (scope IS NOT NULL AND scope <@ %(allowed)s::text[]))"

@@ -11,8 +11,8 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from ..errors import StoreError
-from .database import READER_ROLE
+from pgcite.errors import StoreError
+from pgcite.store.database import READER_ROLE
 
 
 @dataclass(frozen=True)

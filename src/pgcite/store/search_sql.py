@@ -11,8 +11,8 @@ import numpy as np
 import psycopg
 from psycopg import pq
 
-from ..errors import StoreError
-from ..vocabulary import SearchFilter, SearchHit
+from pgcite.errors import StoreError
+from pgcite.vocabulary import SearchFilter, SearchHit
 
 SEARCH_MODES = ("vector", "text", "hybrid")
 BM25_K1, BM25_B = 1.2, 0.75

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-from ..errors import StoreError
+from pgcite.errors import StoreError
 
 DATABASE = "pgcite"
 

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 from psycopg.types.json import Jsonb
 
-from .database import Store
+from pgcite.store.database import Store
 
 if TYPE_CHECKING:
-    from ..ingest import IngestReport
+    from pgcite.ingest.flow import IngestReport
 
 PATHS_KEPT = 50  # changed paths recorded per kind; the counts are always whole
 

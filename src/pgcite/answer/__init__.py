@@ -1,0 +1,1 @@
+"""Answering: the event stream (flow), its checks, and the generators (extractive, chat)."""

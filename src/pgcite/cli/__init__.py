@@ -1,0 +1,1 @@
+"""The command-line shell: typer commands and their rendering."""

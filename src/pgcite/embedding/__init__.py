@@ -1,0 +1,1 @@
+"""Embedding models: the bundled one on ONNX Runtime and OpenAI-compatible servers."""

@@ -1,0 +1,1 @@
+"""Question sets, metrics, runs and comparisons (pgcite eval, eval/ scripts)."""

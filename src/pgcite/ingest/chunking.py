@@ -1,0 +1,463 @@
+"""Cut a parsed document into chunks that fit the embedding model's window.
+
+`chunk_by_headings` (the default) packs whole blocks of one section at a time, so a chunk never
+mixes two sections, and prefixes each chunk with a "Title > H2 > H3" breadcrumb that counts
+against the token budget. `chunk_fixed` is the baseline: fixed windows of model tokens over the
+whole document text.
+
+Token counts are counts of the model's tokens WITHOUT [CLS]/[SEP]; all-MiniLM-L6-v2 reads 256
+tokens including those two, hence `max_tokens=254`.
+
+Decisions worth knowing:
+- When a breadcrumb alone would take more than half of `max_tokens` (absurdly deep or long
+  headings), that section's chunks carry no breadcrumb rather than starving the content.
+- Fenced code is never cut below `hard_cap`, including fences nested in a list or blockquote;
+  those nested fences are never cut at all (a chunk holding one may exceed `max_tokens`).
+  A single code line longer than `hard_cap` stays whole in its piece.
+- Overlap reuses whole trailing blocks, then trailing sentences of a paragraph or trailing
+  lines of a list/blockquote/HTML block; it never takes part of a table or of code, and there
+  is none into or out of a lone over-budget code chunk.
+- `chunk_fixed` needs token offsets, so it takes a `Tokenizer` (count + spans), not a counter.
+  Its text (`document_text`) keeps the heading lines ("## H2") between sections' blocks.
+- Sizes are computed by counting each piece once and adding (exact for this WordPiece tokenizer,
+  whose tokens never span whitespace); every packed group is then checked with an exact count
+  and halved if it does not fit, so other tokenizers cannot overflow the budget either.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import tokenizers
+from markdown_it import MarkdownIt
+
+from pgcite.ingest.markdown import Block, ParsedDocument, Section
+from pgcite.ingest.markup import Fence, fence_closes, fence_open
+
+__all__ = [
+    "Chunk",
+    "CountTokens",
+    "Tokenizer",
+    "chunk_by_headings",
+    "chunk_fixed",
+    "document_text",
+    "load_token_counter",
+    "load_tokenizer",
+]
+
+CountTokens = Callable[[str], int]  # model tokens of a text, without special tokens
+
+SEPARATOR = "\n\n"  # between breadcrumb and content, and between blocks
+
+
+@dataclass(frozen=True)
+class Chunk:
+    index: int  # 0..n-1 within the document
+    heading_path: tuple[str, ...]  # () for the intro
+    anchor: str | None
+    breadcrumb: str  # "Title > H2 > H3", "Title" for the intro, "" when not embedded
+    content: str  # the chunk's text without the breadcrumb
+    tokens: int  # count_tokens(embed_text)
+
+    @property
+    def heading(self) -> str:
+        return self.heading_path[-1] if self.heading_path else ""
+
+    @property
+    def embed_text(self) -> str:
+        return _embed_text(self.breadcrumb, self.content)
+
+
+def _embed_text(breadcrumb: str, content: str) -> str:
+    return f"{breadcrumb}{SEPARATOR}{content}" if breadcrumb else content
+
+
+# --- tokenizer ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    """The model's tokenizer, without truncation, padding or special tokens."""
+
+    backend: tokenizers.Tokenizer
+
+    def count(self, text: str) -> int:
+        return len(self.backend.encode(text, add_special_tokens=False).ids)
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Character span [start, end) in `text` of each token."""
+        return [(a, b) for a, b in self.backend.encode(text, add_special_tokens=False).offsets]
+
+
+def load_tokenizer(tokenizer_json: Path) -> Tokenizer:
+    backend = tokenizers.Tokenizer.from_file(str(tokenizer_json))
+    # The model's tokenizer.json truncates and pads to 128: counts would be wrong.
+    backend.no_truncation()
+    backend.no_padding()
+    return Tokenizer(backend)
+
+
+def load_token_counter(tokenizer_json: Path) -> CountTokens:
+    return load_tokenizer(tokenizer_json).count
+
+
+# --- splitting oversized blocks ----------------------------------------------------------
+
+_MD = MarkdownIt("commonmark").enable("table")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+
+Sized = tuple[str, int]  # a piece of text and its token count
+
+
+def _is_fence(text: str) -> bool:
+    return fence_open(text) is not None
+
+
+def _sentences(text: str) -> list[str]:
+    return _SENTENCE_END.split(text)
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+def _lines(text: str) -> list[str]:
+    """Lines, except that a fenced code region stays one item so it is never cut."""
+    out: list[str] = []
+    fence: list[str] = []
+    opening: Fence | None = None
+    for line in text.split("\n"):
+        if fence and opening is not None:
+            fence.append(line)
+            if fence_closes(line, opening):
+                out.append("\n".join(fence))
+                fence = []
+        elif opened := fence_open(line):
+            fence, opening = [line], opened
+        else:
+            out.append(line)
+    if fence:
+        out.append("\n".join(fence))
+    return out
+
+
+def _list_items(text: str) -> list[str]:
+    """Top-level items of a Markdown list, each with its nested content."""
+    lines = text.split("\n")
+    starts = [
+        tok.map[0] for tok in _MD.parse(text) if tok.type == "list_item_open" and tok.level == 1 and tok.map is not None
+    ]
+    if not starts:
+        return [text]
+    bounds = [0, *starts[1:], len(lines)]
+    return ["\n".join(lines[a:b]).strip("\n") for a, b in zip(bounds, bounds[1:])]
+
+
+def _group(
+    pieces: Sequence[Sized], sep: str, limit: int, count: CountTokens, head: str = "", tail: str = ""
+) -> list[Sized]:
+    """Greedily join consecutive pieces into texts of at most `limit` tokens.
+
+    `head`/`tail` wrap every group (a table header, a code fence). Sizes are added up, then each
+    group is checked exactly and halved until it fits or is a single piece.
+    """
+
+    def render(group: Sequence[Sized]) -> str:
+        return "\n".join(part for part in (head, sep.join(p for p, _ in group), tail) if part)
+
+    base = count(render([])) if head or tail else 0
+    groups: list[list[Sized]] = []
+    current: list[Sized] = []
+    size = base
+    for piece in pieces:
+        if current and size + piece[1] > limit:
+            groups.append(current)
+            current, size = [], base
+        current.append(piece)
+        size += piece[1]
+    if current:
+        groups.append(current)
+
+    def fit(group: list[Sized]) -> list[Sized]:
+        text = render(group)
+        tokens = count(text)
+        if tokens <= limit or len(group) == 1:
+            return [(text, tokens)]
+        return fit(group[: len(group) // 2]) + fit(group[len(group) // 2 :])
+
+    return [out for group in groups for out in fit(group)]
+
+
+def _split_chars(text: str, limit: int, count: CountTokens) -> list[Sized]:
+    """Last resort for a single "word" over the budget (a huge URL): longest prefixes that fit."""
+    pieces: list[Sized] = []
+    while text:
+        lo, hi = 1, min(len(text), limit * CHARS_PER_TOKEN)  # at least one character, at most what `limit` allows
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if count(text[:mid]) <= limit:
+                lo = mid
+            else:
+                hi = mid - 1
+        pieces.append((text[:lo], count(text[:lo])))
+        text = text[lo:].lstrip()
+    return pieces
+
+
+Splitter = tuple[Callable[[str], list[str]], str]  # (split function, separator to rejoin)
+_PROSE_LEVELS: dict[str, list[Splitter]] = {
+    "paragraph": [(_sentences, " "), (_words, " ")],
+    "list": [(_list_items, "\n"), (_lines, "\n"), (_sentences, " "), (_words, " ")],
+}
+_DEFAULT_LEVELS: list[Splitter] = [(_lines, "\n"), (_sentences, " "), (_words, " ")]
+
+
+def _split(
+    text: str, levels: Sequence[Splitter], limit: int, count: CountTokens, size: int | None = None
+) -> list[Sized]:
+    """Split prose into pieces of at most `limit` tokens, at the coarsest boundary that works."""
+    size = count(text) if size is None else size
+    if size <= limit or _is_fence(text):  # nested fences are never cut
+        return [(text, size)]
+    if not levels:
+        return _split_chars(text, limit, count)
+    split, sep = levels[0]
+    parts = [part for part in split(text) if part.strip()]
+    if len(parts) <= 1:
+        return _split(text, levels[1:], limit, count, size)
+    pieces = [piece for part in parts for piece in _split(part, levels[1:], limit, count)]
+    return _group(pieces, sep, limit, count)
+
+
+def _split_table(text: str, limit: int, count: CountTokens) -> list[Sized]:
+    """Rows grouped under a repeated header (header line + delimiter line)."""
+    lines = text.split("\n")
+    head = "\n".join(lines[:2])
+    room = limit - count(head)
+    if len(lines) < 3 or room <= 0:
+        return _split(text, _DEFAULT_LEVELS, limit, count)
+    rows = [piece for row in lines[2:] for piece in _split(row, [(_words, " ")], room, count)]
+    return _group(rows, "\n", limit, count, head=head)
+
+
+def _split_code(text: str, limit: int, count: CountTokens) -> list[Sized]:
+    """Code pieces of at most `limit` tokens, cut between lines, each a complete fence."""
+    lines = text.split("\n")
+    opening = fence_open(lines[0])
+    if opening is None:  # indented code: any run of its lines is still indented code
+        return _group([(line, count(line)) for line in lines], "\n", limit, count)
+    body = lines[1:]
+    closing = opening.indent + opening.marker
+    if body and fence_closes(body[-1], opening):
+        closing = body.pop()
+    sized = [(line, count(line)) for line in body]
+    return _group(sized, "\n", limit, count, head=lines[0], tail=closing)
+
+
+# --- heading-aware packing ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Unit:
+    text: str
+    kind: str
+    tokens: int
+    solo: bool  # over budget (code): a chunk of its own, no overlap into or out of it
+
+
+def _units(blocks: Sequence[Block], budget: int, code_limit: int, count: CountTokens) -> list[_Unit]:
+    units: list[_Unit] = []
+    for block in blocks:
+        size = count(block.text)
+        if size <= budget:
+            units.append(_Unit(block.text, block.kind, size, False))
+            continue
+        if block.kind == "code":
+            pieces = [(block.text, size)] if size <= code_limit else _split_code(block.text, code_limit, count)
+        elif block.kind == "table":
+            pieces = _split_table(block.text, budget, count)
+        else:
+            levels = _PROSE_LEVELS.get(block.kind, _DEFAULT_LEVELS)
+            pieces = _split(block.text, levels, budget, count, size)
+        solo = block.kind == "code"
+        units.extend(_Unit(text, block.kind, tokens, solo or tokens > budget) for text, tokens in pieces)
+    return units
+
+
+def _overlap(previous: Sequence[_Unit], limit: int, count: CountTokens) -> list[_Unit]:
+    """Trailing whole units of the previous chunk, then trailing sentences/lines, up to `limit`."""
+    seed: list[_Unit] = []
+    used = 0
+    for unit in reversed(previous):
+        if used + unit.tokens <= limit:
+            seed.insert(0, unit)
+            used += unit.tokens
+            continue
+        if unit.kind == "paragraph":
+            parts, sep = _sentences(unit.text), " "
+        elif unit.kind in ("list", "blockquote", "html", "other"):
+            parts, sep = _lines(unit.text), "\n"
+        else:  # never a fragment of a table or of code
+            break
+        taken: list[str] = []
+        taken_tokens = 0
+        for part in reversed(parts):
+            part_tokens = count(part)
+            if used + taken_tokens + part_tokens > limit or _is_fence(part):
+                break
+            taken.insert(0, part)
+            taken_tokens += part_tokens
+        if taken:
+            seed.insert(0, _Unit(sep.join(taken), unit.kind, taken_tokens, False))
+        break
+    return seed
+
+
+def _pack_section(
+    blocks: Sequence[Block],
+    breadcrumb: str,
+    count: CountTokens,
+    max_tokens: int,
+    overlap_tokens: int,
+    hard_cap: int,
+) -> list[tuple[str, int]]:
+    """(content, tokens of the embedded text) of each chunk of one section."""
+    prefix_tokens = count(breadcrumb) if breadcrumb else 0
+    units = _units(blocks, max_tokens - prefix_tokens, hard_cap - prefix_tokens, count)
+
+    def estimate(group: Sequence[_Unit]) -> int:
+        return prefix_tokens + sum(u.tokens for u in group)
+
+    groups: list[list[_Unit]] = []
+    current: list[_Unit] = []
+    for unit in units:
+        if unit.solo:
+            if current:
+                groups.append(current)
+            groups.append([unit])
+            current = []
+        elif not current or estimate([*current, unit]) <= max_tokens:
+            current.append(unit)  # after a lone code chunk there is nothing to overlap with
+        else:
+            groups.append(current)
+            seed = _overlap(current, overlap_tokens, count) if overlap_tokens > 0 else []
+            while seed and estimate([*seed, unit]) > max_tokens:
+                seed.pop(0)
+            current = [*seed, unit]
+    if current:
+        groups.append(current)
+
+    def exact(group: list[_Unit]) -> list[tuple[str, int]]:
+        # One exact count per chunk; halving only matters for a tokenizer that is not additive.
+        content = SEPARATOR.join(u.text for u in group)
+        tokens = count(_embed_text(breadcrumb, content))
+        if tokens <= max_tokens or len(group) == 1:
+            return [(content, tokens)]
+        return exact(group[: len(group) // 2]) + exact(group[len(group) // 2 :])
+
+    return [chunk for group in groups for chunk in exact(group)]
+
+
+# WordPiece reads a run of more than 100 word characters as one unknown token, however long: such
+# a run counts as one token per CHARS_PER_TOKEN characters, so a 5 MB "word" is split like any
+# other oversized text instead of passing as a 5-token chunk (prose runs 4 to 5 characters a token).
+CHARS_PER_TOKEN = 16
+_UNREAD_RUN = re.compile(r"\w{101,}")
+
+
+def _bounded(count_tokens: CountTokens) -> CountTokens:
+    def count(text: str) -> int:
+        return count_tokens(text) + sum(-(-len(run) // CHARS_PER_TOKEN) - 1 for run in _UNREAD_RUN.findall(text))
+
+    return count
+
+
+def _breadcrumb(title: str, heading_path: tuple[str, ...]) -> str:
+    return " > ".join(part for part in (title, *heading_path) if part)
+
+
+def chunk_by_headings(
+    doc: ParsedDocument,
+    count_tokens: CountTokens,
+    *,
+    max_tokens: int = 254,
+    overlap_tokens: int = 0,
+    hard_cap: int | None = None,
+    with_breadcrumb: bool = True,
+) -> list[Chunk]:
+    """Pack each section's blocks into chunks of at most `max_tokens`, breadcrumb included."""
+    if max_tokens < 1 or overlap_tokens < 0:
+        raise ValueError("max_tokens must be >= 1 and overlap_tokens >= 0")
+    count_tokens = _bounded(count_tokens)
+    cap = hard_cap if hard_cap is not None else 4 * max_tokens
+    chunks: list[Chunk] = []
+    for section in doc.sections:
+        blocks = [block for block in section.blocks if block.text.strip()]
+        if not blocks:
+            continue
+        breadcrumb = _breadcrumb(doc.title, section.heading_path) if with_breadcrumb else ""
+        if breadcrumb and count_tokens(breadcrumb) > max_tokens // 2:
+            breadcrumb = ""
+        for content, tokens in _pack_section(blocks, breadcrumb, count_tokens, max_tokens, overlap_tokens, cap):
+            chunks.append(Chunk(len(chunks), section.heading_path, section.anchor, breadcrumb, content, tokens))
+    return chunks
+
+
+# --- fixed windows (baseline) ------------------------------------------------------------
+
+
+def _document_text(doc: ParsedDocument) -> tuple[str, list[tuple[int, Section]]]:
+    """Full text and the character offset at which each non-empty section starts."""
+    parts = [f"# {doc.title}"]
+    starts: list[tuple[int, Section]] = []
+    offset = len(parts[0]) + len(SEPARATOR)
+    for section in doc.sections:
+        texts = [b.text for b in section.blocks if b.text.strip()]
+        if section.heading_path:
+            texts.insert(0, f"{'#' * (len(section.heading_path) + 1)} {section.heading_path[-1]}")
+        if not texts:
+            continue
+        starts.append((offset, section))
+        parts.extend(texts)
+        offset += sum(len(t) + len(SEPARATOR) for t in texts)
+    return SEPARATOR.join(parts), starts
+
+
+def document_text(doc: ParsedDocument) -> str:
+    """The text `chunk_fixed` windows over: "# Title", then each heading line and its blocks."""
+    return _document_text(doc)[0]
+
+
+def chunk_fixed(
+    doc: ParsedDocument,
+    tokenizer: Tokenizer,
+    *,
+    window: int,
+    overlap: int,
+    with_breadcrumb: bool = False,
+) -> list[Chunk]:
+    """Windows of `window` tokens, each starting `window - overlap` tokens after the previous."""
+    if window < 1 or not 0 <= overlap < window:
+        raise ValueError("need window >= 1 and 0 <= overlap < window")
+    text, starts = _document_text(doc)
+    spans = tokenizer.spans(text)
+    chunks: list[Chunk] = []
+    start = 0
+    while start < len(spans):
+        end = min(start + window, len(spans))
+        first_char = spans[start][0]
+        content = text[first_char : spans[end - 1][1]]
+        # The window belongs to the section it starts in (the intro before the first heading).
+        section = next((s for offset, s in reversed(starts) if offset <= first_char), None)
+        path = section.heading_path if section else ()
+        anchor = section.anchor if section else None
+        breadcrumb = _breadcrumb(doc.title, path) if with_breadcrumb else ""
+        tokens = tokenizer.count(_embed_text(breadcrumb, content))
+        chunks.append(Chunk(len(chunks), path, anchor, breadcrumb, content, tokens))
+        if end == len(spans):
+            break
+        start += window - overlap
+    return chunks

@@ -1,0 +1,60 @@
+"""Site generators as a layer of their own: which files of a folder are pages, how each
+generator's markup becomes Markdown, how its pages are routed and anchored, and which versions
+it holds. `detect` finds the generator from the folder the user points at (or the site above
+its docs folder); the rest of the pipeline is shared."""
+
+from __future__ import annotations
+
+import posixpath
+
+from pgcite.errors import SourceError
+from pgcite.ingest.sources import FolderSource, Source
+from pgcite.ingest.sites.base import Files, Page, Site, join_url
+from pgcite.ingest.sites.docusaurus import Docusaurus
+from pgcite.ingest.sites.hugo import Hugo
+from pgcite.ingest.sites.mdbook import MdBook
+from pgcite.ingest.sites.mkdocs import MkDocs
+from pgcite.ingest.sites.plain import Plain
+from pgcite.ingest.sites.starlight import Starlight
+from pgcite.ingest.sites.vitepress import VitePress
+
+__all__ = ["SITES", "Page", "Site", "detect", "join_url"]
+
+SITES: dict[str, type[Site]] = {
+    cls.name: cls for cls in (VitePress, MkDocs, Docusaurus, MdBook, Hugo, Starlight, Plain)
+}
+# How far above the ingested folder a site's configuration is looked for ("docs/en/docs" -> "docs/en").
+SITE_LEVELS = 2
+
+
+def _make(cls: type[Site], files: Files, route_base: str | None) -> Site:
+    return cls(files, route_base=route_base) if cls is Docusaurus else cls(files)
+
+
+def detect(source: Source, forced: str | None = None, *, route_base: str | None = None) -> Site:
+    """The generator of the site `source` holds: from the markers in its root, or in the folders
+    above it (a folder source pointed at the docs folder inside a site); `forced` names one."""
+    if forced is not None and forced not in SITES:
+        raise SourceError(f"unknown site generator {forced!r}; use one of {', '.join(SITES)}")
+    levels = SITE_LEVELS if isinstance(source, FolderSource) else 0
+    candidates = [cls for cls in SITES.values() if cls is not Plain and forced in (None, cls.name)]
+    for up in range(levels + 1):
+        files = Files(source, _prefix(source, up))
+        for cls in candidates:
+            if cls.detect(files):
+                if up:
+                    source.allow("/".join([".."] * up))  # its configuration and includes are the site's
+                site = _make(cls, files, route_base)
+                if site.covers():
+                    return site
+    if forced is not None and forced != "plain":
+        return _make(SITES[forced], Files(source), route_base)
+    return Plain(Files(source))
+
+
+def _prefix(source: Source, up: int) -> str:
+    """The ingested folder's path seen from `up` levels above it."""
+    if not up:
+        return ""
+    assert isinstance(source, FolderSource)  # only a folder has folders above it
+    return "/".join(posixpath.normpath(source.root).split("/")[-up:])

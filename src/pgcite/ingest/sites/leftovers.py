@@ -1,0 +1,52 @@
+"""Generator markup that should never reach a chunk: the check behind bench/markup_check.py and
+the corpus tests. Code is left out first (fenced blocks and inline spans may show markup on
+purpose, as a page about admonitions does); what remains is prose a reader would see."""
+
+from __future__ import annotations
+
+import re
+
+from pgcite.ingest import markup
+
+__all__ = ["PATTERNS", "leftovers"]
+
+PATTERNS: dict[str, re.Pattern[str]] = {
+    "html or jsx tag": re.compile(r"</?[A-Za-z][\w.-]*(?:\s[^<>]*)?/?>"),
+    "html comment": re.compile(r"<!--|-->"),
+    "mdx import/export": re.compile(
+        r"^\s*(?:import\s+[\w{*][^\n]*\bfrom\s+['\"]|export\s+(?:default|const|function)\b)", re.MULTILINE
+    ),
+    "mdx comment or expression": re.compile(r"\{/\*|\{props\.|\{\s*[A-Za-z_$][\w$.]*\s*\}"),
+    "container fence": re.compile(r"^\s*:::", re.MULTILINE),
+    "mkdocs block": re.compile(r"^\s*(?:/{3,}(?:\s|$)|!!!\s|\?\?\?\+?\s|===\+?\s+\")", re.MULTILINE),
+    "attribute list": re.compile(r"\{:?\s*[#.][\w:.-]+[^{}\n]*\}"),
+    "include directive": re.compile(
+        r"\{\*\s|\{!|--8<--|^\s*<<<\s|\{\{#(?:include|rustdoc_include|playground)", re.MULTILINE
+    ),
+    "template or shortcode": re.compile(r"\{\{[<%]|\{%|\{\{\s*[\w.$]+\s*\}\}"),
+    "table of contents placeholder": re.compile(r"\[\[toc\]\]|^\s*\[TOC\]\s*$", re.MULTILINE | re.IGNORECASE),
+}
+
+_TAG_NAME = re.compile(r"</?([A-Za-z][\w.-]*)(?:\s[^<>]*)?/?>")
+_FENCED = re.compile(r"^[ \t>]*(`{3,}|~{3,}).*?^[ \t>]*\1[ \t]*$", re.DOTALL | re.MULTILINE)
+
+
+def _prose(text: str) -> str:
+    """`text` without fenced code blocks and inline code spans."""
+    text = _FENCED.sub("", text)
+    protected, _ = markup.protect_code_spans(text)
+    return re.sub("\ue000\\d+\ue001", "", protected)
+
+
+def leftovers(text: str, *, heading: bool = False) -> list[str]:
+    """The kinds of generator markup left in `text`'s prose, one name each. A heading (or
+    breadcrumb) is plain text whose inline code lost its backticks, so only attribute lists and
+    block syntax count there. A lowercase tag that is no HTML element (<thinking>) is text."""
+    prose = text if heading else _prose(text)
+    names = ("attribute list", "mkdocs block", "container fence", "html comment") if heading else PATTERNS
+    found = [name for name in names if PATTERNS[name].search(prose)]
+    if "html or jsx tag" in found and not any(
+        markup.is_markup(m.group(1), jsx=False) for m in _TAG_NAME.finditer(prose)
+    ):
+        found.remove("html or jsx tag")
+    return found

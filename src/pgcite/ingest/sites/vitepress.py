@@ -1,0 +1,90 @@
+"""VitePress: a folder holding `.vitepress/`. Pages are routed `a/b.md` -> `a/b.html` and
+`a/index.md` -> `a/` (the defaults: `cleanUrls` off, `srcDir` the folder itself; the config is
+code, so `--base-url` says where the site is). `<<< @/file#region{lang}` code imports and
+`<!--@include: ./part.md-->` Markdown includes are read into the page."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pgcite.ingest import markup
+from pgcite.ingest.anchors import VITEPRESS
+from pgcite.ingest.markdown import Dialect
+from pgcite.ingest.sites.base import Includes, Site, code_fence, indent_lines, language_of, select_lines
+
+__all__ = ["VitePress"]
+
+_CODE_IMPORT = re.compile(
+    r"^(?P<indent>[ \t]*)<<<[ \t]+(?P<path>[^\s#{\[]+)(?:#(?P<region>[\w-]+))?(?:\{(?P<options>[^}]*)\})?"
+    r"(?:[ \t]*\[(?P<title>[^\]]*)\])?[ \t]*$"
+)
+_MARKDOWN_INCLUDE = re.compile(
+    r"<!--\s*@include:\s*(?P<path>[^\s{#]+?)(?:#(?P<region>[\w-]+))?(?:\{(?P<lines>[\d,:-]*)\})?\s*-->"
+)
+_REGION_MARK = re.compile(r"^[^\n]*#(?:end)?region\b[^\n]*\n?", re.MULTILINE)
+
+
+def region(text: str, name: str) -> str | None:
+    """The lines between `#region name` and `#endregion` (any comment syntax), markers left out."""
+    match = re.search(
+        rf"^[^\n]*#region[ \t]+{re.escape(name)}\b[^\n]*\n(?P<body>.*?)^[^\n]*#endregion\b",
+        text,
+        re.DOTALL | re.MULTILINE,
+    )
+    return match["body"].rstrip("\n") if match else None
+
+
+class VitePress(Site):
+    name = "vitepress"
+    dialect = Dialect(anchors=VITEPRESS)
+    markers = (".vitepress",)
+
+    def route(self, site_path: str, front_matter: Mapping[str, Any]) -> str:
+        folder, name = posixpath.split(site_path)
+        stem = posixpath.splitext(name)[0]
+        prefix = f"{folder}/" if folder else ""
+        return prefix if stem == "index" else f"{prefix}{stem}.html"
+
+    def _target(self, path: str, includes: Includes) -> str:
+        # `@/` is the source root (srcDir, the site folder by default); anything else is relative.
+        return includes.resolve(path[2:], relative_to="") if path.startswith("@/") else includes.resolve(path)
+
+    def prepare(self, body: str, includes: Includes, depth: int = 0) -> str:
+        out: list[str] = []
+        for run, fence in markup.split_fenced(body):
+            if fence is not None:
+                out.append("\n".join(run))
+                continue
+            text = _MARKDOWN_INCLUDE.sub(lambda m: self._markdown(m, includes, depth), "\n".join(run))
+            out.append("\n".join(self._code(line, includes, depth) for line in text.split("\n")))
+        return "\n".join(out)
+
+    def _code(self, line: str, includes: Includes, depth: int) -> str:
+        match = _CODE_IMPORT.match(line)
+        if not match:
+            return line
+        path = self._target(match["path"], includes)
+        code = includes.read(path, depth, match["path"])
+        if code is None:
+            return ""
+        if match["region"]:
+            code = region(code, match["region"]) or ""
+        code = _REGION_MARK.sub("", code)
+        options = (match["options"] or "").split()
+        language = next((o for o in options if not re.fullmatch(r"[\d,\s-]+", o)), "") or language_of(path)
+        fenced = code_fence(code, language, match["title"] or "")
+        return indent_lines(fenced, match["indent"])
+
+    def _markdown(self, match: re.Match[str], includes: Includes, depth: int) -> str:
+        path = self._target(match["path"], includes)
+        text = includes.read(path, depth, match["path"])
+        if text is None:
+            return ""
+        if match["region"]:
+            text = region(text, match["region"]) or ""
+        if match["lines"]:
+            text = select_lines(text, match["lines"].replace("-", ":"))
+        return self.prepare(text, includes.at(path), depth + 1)

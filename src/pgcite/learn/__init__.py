@@ -1,0 +1,1 @@
+"""What the answers teach: the answer log and the report of what the docs are missing."""

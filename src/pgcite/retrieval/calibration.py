@@ -1,0 +1,158 @@
+"""Each source's relevance bar and vector weight, measured with the model that embedded it.
+
+A cosine score means nothing alone: the bundled model scores an unrelated passage about 0.2, an
+e5-family model about 0.83. So when a source is ingested (and again when its model changes or its
+chunk count moves by a quarter), pgcite asks it two kinds of questions with its own model:
+- off-topic ones, shipped with pgcite (data/offtopic.txt: cooking, law, sport... never software),
+  whose best scores show what "unrelated" scores against this source;
+- questions its own sections answer, one per sampled heading, whose best scores show what
+  "answered" scores.
+The bar sits above nearly every off-topic question (its OFFTOPIC_QUANTILE), and the cosine term of
+the hybrid score is scaled by the gap between the two medians, so that a model whose cosines sit
+in a narrow band weighs as much against BM25 as the bundled one does."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from functools import lru_cache
+from importlib import resources
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from pgcite.embedding.models import Embedder
+    from pgcite.store import Store
+
+# Headings sampled per source as questions its sections answer.
+HEADING_QUESTIONS = 200
+# The bar lies above this share of the off-topic questions' best scores.
+OFFTOPIC_QUANTILE = 0.99
+# The bundled model's gap between the medians of answered and off-topic best scores, on the six
+# held-out sites (docs/answering.md, "A bar for each source and model"): the cosine term of the
+# hybrid score is multiplied by REFERENCE_GAP / gap, so the bundled model ranks as before and
+# another model's cosines weigh as much.
+REFERENCE_GAP = 0.45
+# ... and its off-topic median (0.16 to 0.24 on those sites): with these two, another model's
+# cosines are put on the bundled model's scale (Calibration.rescale) where a rule reads raw
+# cosines (the offline generator's units, the answer's support check).
+REFERENCE_OFFTOPIC = 0.2
+# Measured again when the chunk count has grown or shrunk by this share since.
+REMEASURE_CHANGE = 0.25
+
+
+@dataclass(frozen=True)
+class Calibration:
+    model: str
+    chunks: int  # the source's chunks when measured
+    offtopic_median: float  # best cosine score of an off-topic question against the source
+    offtopic_high: float  # ... at OFFTOPIC_QUANTILE
+    answered_median: float  # best cosine score of a question from one of its headings
+    answered_low: float  # ... its 10th percentile
+    questions: int  # heading questions asked
+    measured_at: str
+
+    @property
+    def bar(self) -> float:
+        """The relevance bar, as a cosine distance: a chunk further away is not relevant."""
+        return round(1.0 - self.offtopic_high, 4)
+
+    @property
+    def floor(self) -> float:
+        """Further than this (a cosine distance) nothing is close: a typical off-topic question's best."""
+        return round(1.0 - self.offtopic_median, 4)
+
+    @property
+    def gap(self) -> float:
+        return max(self.answered_median - self.offtopic_median, 0.01)
+
+    @property
+    def vector_scale(self) -> float:
+        return round(REFERENCE_GAP / self.gap, 4)
+
+    def rescale(self, cosine: float) -> float:
+        """A cosine of this model against this source, on the bundled model's scale."""
+        return REFERENCE_OFFTOPIC + (cosine - self.offtopic_median) * self.vector_scale
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "bar": self.bar, "floor": self.floor, "vector_scale": self.vector_scale}
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> Calibration | None:
+        if not data:
+            return None
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+
+    def stale(self, model: str, chunks: int) -> bool:
+        return model != self.model or abs(chunks - self.chunks) > REMEASURE_CHANGE * max(self.chunks, 1)
+
+
+@lru_cache(maxsize=1)
+def offtopic_questions() -> tuple[str, ...]:
+    text = resources.files("pgcite").joinpath("data/offtopic.txt").read_text(encoding="utf-8")
+    return tuple(line.strip() for line in text.splitlines() if line.strip())
+
+
+# The off-topic questions' vectors, per model, embedded once per process. The first question is
+# embedded again on each use and must come back the same: a server that now runs another model
+# under the same name gets its own vectors.
+_OFFTOPIC_VECTORS: dict[str, np.ndarray] = {}
+
+
+def _offtopic_vectors(embedder: Embedder) -> np.ndarray:
+    questions = offtopic_questions()
+    key = "\0".join(str(getattr(embedder, name, "")) for name in ("model", "url", "query_prefix", "query_input_type"))
+    cached = _OFFTOPIC_VECTORS.get(key)
+    if cached is not None:
+        probe = embedder.embed_queries(list(questions[:1]))[0]
+        if probe.shape == cached[0].shape and float(probe @ cached[0]) > 0.999:
+            return cached
+    _OFFTOPIC_VECTORS[key] = embedder.embed_queries(list(questions))
+    return _OFFTOPIC_VECTORS[key]
+
+
+def heading_question(title: str, heading: str) -> str:
+    """A question a section answers, from its heading: the heading alone when it says enough,
+    with its page's title when it is one or two words ("Options", "Usage")."""
+    return heading if len(heading.split()) >= 3 or not title else f"{title}: {heading}"
+
+
+def measure(store: Store, embedder: Embedder, source: str) -> Calibration | None:
+    """Ask the source both kinds of questions; None when it has no chunk to ask."""
+    chunks = store.source_chunk_count(source)
+    if not chunks:
+        return None
+    headings = store.sample_headings(source, HEADING_QUESTIONS)
+    questions = [heading_question(title, heading) for title, heading in headings]
+    offtopic = store.best_scores(_offtopic_vectors(embedder), source)
+    answered = store.best_scores(embedder.embed_queries(questions), source) if questions else offtopic
+    return Calibration(
+        model=embedder.model,
+        chunks=chunks,
+        offtopic_median=round(float(np.median(offtopic)), 4),
+        offtopic_high=round(float(np.quantile(offtopic, OFFTOPIC_QUANTILE)), 4),
+        answered_median=round(float(np.median(answered)), 4),
+        answered_low=round(float(np.quantile(answered, 0.1)), 4),
+        questions=len(questions),
+        measured_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S"),
+    )
+
+
+def refresh(store: Store, embedder: Embedder, source: str) -> Calibration | None:
+    """The source's calibration, measured again when it has none, or its model or size changed."""
+    current = Calibration.from_json(store.load_calibration(source))
+    if current is not None and not current.stale(embedder.model, store.source_chunk_count(source)):
+        return current
+    calibration = measure(store, embedder, source)
+    store.save_calibration(source, calibration.to_json() if calibration else None)
+    return calibration
+
+
+def load(store: Store, source: str) -> Calibration | None:
+    return Calibration.from_json(store.load_calibration(source))
+
+
+def same_scale(cosine: float) -> float:
+    """The rescale of a source never measured: its cosines are taken as they are."""
+    return cosine

@@ -1,0 +1,1 @@
+"""The HTTP shell: the app, one module per route group, jobs, webhooks, limits, the web page."""

@@ -1,0 +1,291 @@
+"""`pgcite serve`: the HTTP API over the core (FastAPI on uvicorn).
+
+Every error is JSON in OpenAI's shape, `{"error": {"message", "type", "code"}}`, with the status
+its kind maps to; a stream that fails after it started ends with an `error` event instead."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+from collections.abc import Callable, Iterator
+from typing import Literal
+
+import anyio
+import anyio.to_thread
+import psycopg
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import iterate_in_threadpool
+from starlette.exceptions import HTTPException
+
+from pgcite import shapes
+
+from pgcite.server import webhooks
+from pgcite.access import Caller
+from pgcite.answer.flow import Answer
+from pgcite.learn.log import Origin
+from pgcite.core import Pgcite
+from pgcite.errors import PgciteError, first_line
+from pgcite.server.limits import BodyLimit, RateLimit, RateLimited
+from pgcite.server.jobs import Jobs
+from pgcite.retrieval.search import MAX_K
+from pgcite.store import SEARCH_MODES
+from pgcite.vocabulary import Delta, SearchFilter, Sources
+
+log = logging.getLogger("pgcite.server.app")
+
+MAX_QUESTION_CHARS = 4000
+PAGE_HEADER = "x-pgcite-client"  # the web page sends "page", so the log tells its questions apart
+Mode = Literal[SEARCH_MODES]  # type: ignore[valid-type]  # "vector" | "text" | "hybrid"
+
+
+def error_body(message: str, kind: str) -> dict:
+    return {"error": {"message": message, "type": kind, "code": kind}}
+
+
+def _error(status: int, message: str, kind: str) -> JSONResponse:
+    return JSONResponse(error_body(message, kind), status_code=status)
+
+
+def _one_line_validation(exc: RequestValidationError) -> str:
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(p) for p in first.get("loc", ()) if isinstance(p, str) and p not in ("body", "query"))
+    return f"{where or 'request body'}: {first.get('msg', 'invalid')}".replace("\n", " ")
+
+
+def sse(event: str, data: dict) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+class AskRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    source: str | None = None
+    path: str | None = None
+    version: str | None = None
+    threshold: float | None = Field(default=None, gt=0, le=2)
+    context: int = Field(default=5, ge=1, le=20)
+    mode: Mode | None = None
+    stream: bool = False
+
+
+def create_app(core: Pgcite) -> FastAPI:
+    from pgcite.server.admin import add_admin_routes
+    from pgcite.server.chat import add_chat_routes
+    from pgcite.server.log import add_log_routes
+    from pgcite.server.web import add_web_routes
+
+    jobs = Jobs(core)
+    limit = RateLimit(core.settings.serve_rate_limit)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        await anyio.to_thread.run_sync(jobs.close)  # queued jobs are dropped; a running one finishes
+
+    app = FastAPI(title="pgcite", summary="Cited answers from your documentation.", version="0.1.0", lifespan=lifespan)
+    app.add_middleware(
+        BodyLimit,
+        limit=core.settings.serve_max_request_bytes,
+        larger={"/ingest": core.settings.serve_max_upload_bytes, "/webhook": webhooks.MAX_BYTES},
+    )
+
+    @app.exception_handler(PgciteError)
+    async def _pgcite_error(request: Request, exc: PgciteError) -> JSONResponse:
+        response = _error(exc.status, str(exc), exc.kind)
+        if exc.kind == "unauthorized":
+            response.headers["WWW-Authenticate"] = "Bearer"
+        if isinstance(exc, RateLimited):
+            response.headers["Retry-After"] = str(exc.retry_after)
+        return response
+
+    @app.exception_handler(psycopg.Error)
+    async def _database_error(request: Request, exc: psycopg.Error) -> JSONResponse:
+        first = first_line(exc)
+        return _error(503, f"database: {first}; check the server and try again", "unavailable")
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _error(422, _one_line_validation(exc), "invalid_request")
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        # 400: a body that is not UTF-8, or JSON nested too deep to parse (FastAPI's own refusal).
+        kind = {400: "bad_request", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return _error(exc.status_code, str(exc.detail), kind)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return _error(500, f"internal error ({exc.__class__.__name__}); the server log has the details", "internal")
+
+    @app.get("/healthz")
+    def healthz() -> dict:
+        """The process is up."""
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    def readyz() -> JSONResponse:
+        """Ready to answer: the database answers, its schema is current, and the model is loaded."""
+        checks = {"database": False, "schema": False, "model": core.model_loaded}
+        try:
+            status = core.status()
+            checks["database"] = True
+            checks["schema"] = status.schema_current
+        except PgciteError as exc:
+            return _error(503, str(exc), exc.kind)
+        ready = all(checks.values())
+        log = core.answer_log
+        return JSONResponse(
+            {
+                "status": "ready" if ready else "not ready",
+                "checks": checks,
+                "answer_log": {
+                    "on": log is not None,
+                    "dropped": log.dropped if log else 0,
+                    "last_error": log.last_error if log else "",
+                },
+            },
+            status_code=200 if ready else 503,
+        )
+
+    def access(request: Request, write: bool) -> Caller:
+        address = f"address {request.client.host if request.client else '-'}"
+        try:
+            caller = core.caller(request.headers.get("authorization"), write=write)
+        except PgciteError:
+            limit.check(address)  # refused attempts count too, per address
+            raise
+        limit.check(f"key {caller.name}" if caller.name else address)
+        return caller
+
+    def read_access(request: Request) -> Caller:
+        return access(request, write=False)
+
+    def write_access(request: Request) -> Caller:
+        return access(request, write=True)
+
+    @app.get("/v1/sources")
+    def sources(caller: Caller = Depends(read_access)) -> dict:
+        return {"sources": [shapes.source(s) for s in core.sources(caller.sources)]}
+
+    @app.get("/v1/search")
+    def search(
+        q: str = Query(min_length=1, max_length=MAX_QUESTION_CHARS, description="The question."),
+        k: int = Query(5, ge=1, le=MAX_K),
+        source: str | None = None,
+        path: str | None = None,
+        version: str | None = None,
+        mode: Mode | None = None,
+        caller: Caller = Depends(read_access),
+    ) -> dict:
+        """The `pgcite search --json` object."""
+        core.require_source(source, caller.sources)
+        hits = core.search(
+            q,
+            k=k,
+            mode=mode,
+            filters=SearchFilter(source=source, path_prefix=path, version=version, allowed_sources=caller.sources),
+        )
+        return shapes.search(q, hits)
+
+    @app.post("/v1/ask")
+    def ask(body: AskRequest, request: Request, caller: Caller = Depends(read_access)):
+        """The `pgcite ask --json` object; with `stream`, Server-Sent Events: `sources`, `delta`s,
+        `answer`, `done` (or `error`)."""
+        core.require_source(body.source, caller.sources)
+        channel = "page" if request.headers.get(PAGE_HEADER) == "page" else "api"
+        events = core.ask_stream(
+            body.question,
+            threshold=body.threshold,
+            context=body.context,
+            mode=body.mode,
+            filters=SearchFilter(
+                source=body.source,
+                path_prefix=body.path,
+                version=body.version,
+                exclude_flagged=True,
+                allowed_sources=caller.sources,
+            ),
+            origin=Origin(channel, caller.name),
+        )
+        if not body.stream:
+            *_, answer = events
+            return shapes.answer(answer)
+        first = next(events)  # bad input and a database that is down fail here, with their status
+
+        def frames() -> Iterator[str]:
+            for event in itertools.chain([first], events):
+                yield _ask_event(event)
+            yield sse("done", {})
+
+        return event_stream(guarded(frames(), events, lambda error: sse("error", error)))
+
+    add_chat_routes(app, core, read_access)
+    add_admin_routes(app, core, jobs, write_access)
+    add_log_routes(app, core, read_access, write_access)
+    add_web_routes(app)
+    return app
+
+
+_STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+def guarded(
+    frames: Iterator[str], events: Iterator, error_frame: Callable[[dict], str], last: str = ""
+) -> Iterator[str]:
+    """`frames`, then `last`; a failure mid-stream (the status line is gone by then) becomes one
+    error frame before `last`. The answer's `events` are closed however the stream ends."""
+    try:
+        yield from frames
+    except PgciteError as exc:
+        yield error_frame(error_body(str(exc), exc.kind))
+    except Exception as exc:
+        log.exception("stream failed")
+        yield error_frame(error_body(f"internal error ({exc.__class__.__name__})", "internal"))
+    finally:
+        events.close()
+    if last:
+        yield last
+
+
+def event_stream(frames: Iterator[str]) -> StreamingResponse:
+    """Stream a generator's frames from worker threads. When the client hangs up, the generator
+    is closed as soon as its current step ends: that closes the answer's events, and with them
+    the request to the chat model, so no more is generated for nobody."""
+
+    async def body():
+        try:
+            async for frame in iterate_in_threadpool(frames):
+                yield frame
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(frames.close)
+
+    return StreamingResponse(body(), media_type="text/event-stream", headers=_STREAM_HEADERS)
+
+
+def _ask_event(event) -> str:
+    if isinstance(event, Sources):
+        return sse(
+            "sources",
+            {
+                "sources": [shapes.passage(p) for p in event.passages],
+                "dropped": [shapes.dropped(d) for d in event.dropped],
+            },
+        )
+    if isinstance(event, Delta):
+        return sse("delta", {"text": event.text})
+    assert isinstance(event, Answer)
+    return sse("answer", shapes.answer(event))
+
+
+def serve(core: Pgcite, host: str, port: int) -> None:
+    import uvicorn
+
+    uvicorn.run(create_app(core), host=host, port=port, log_level="info", access_log=True)

@@ -1,0 +1,63 @@
+"""The answer log over HTTP: feedback on an answer (any reader of it), and the log, confirmed
+refusals and the gaps report (an admin key; a scoped one sees only the questions asked within
+its sources)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from fastapi import Depends, FastAPI, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from pgcite import shapes
+from pgcite.access import Caller
+from pgcite.learn.log import parse_since
+from pgcite.core import Pgcite
+
+MAX_COMMENT_CHARS = 2000
+
+
+class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rating: Literal["up", "down"]
+    comment: str | None = Field(default=None, max_length=MAX_COMMENT_CHARS)
+
+
+def add_log_routes(
+    app: FastAPI, core: Pgcite, read_access: Callable[..., Caller], write_access: Callable[..., Caller]
+) -> None:
+    @app.post("/v1/answers/{answer_id}/feedback")
+    def feedback(answer_id: str, body: FeedbackRequest, caller: Caller = Depends(read_access)) -> dict:
+        """Thumbs up or down, with an optional comment, on a logged answer (its `id`)."""
+        full = core.rate(answer_id, body.rating, body.comment, allowed=caller.sources)
+        return {"feedback": {"id": full, "rating": body.rating, "comment": body.comment}}
+
+    @app.post("/v1/answers/{answer_id}/confirm")
+    def confirm(answer_id: str, caller: Caller = Depends(write_access)) -> dict:
+        """Confirm a refusal: the docs do not say. `pgcite log export --eval` makes it an unanswerable row."""
+        return {"confirmed": core.confirm_refusal(answer_id, allowed=caller.sources)}
+
+    @app.get("/v1/log")
+    def answer_log(
+        since: str | None = Query(None, description="7d, 12h, 30m, 2w, or an ISO date"),
+        refused: bool = False,
+        source: str | None = None,
+        limit: int = Query(100, ge=1, le=1000),
+        caller: Caller = Depends(write_access),
+    ) -> dict:
+        """The `pgcite log --json` object: logged answers, newest first."""
+        rows = core.log_entries(
+            since=parse_since(since), refused=refused, source=source, allowed=caller.sources, limit=limit
+        )
+        return {"answers": [shapes.log_entry(e) for e in rows]}
+
+    @app.get("/v1/gaps")
+    def gaps(
+        since: str = Query("30d", description="7d, 12h, 30m, 2w, or an ISO date"),
+        limit: int = Query(50, ge=1, le=500),
+        caller: Caller = Depends(write_access),
+    ) -> dict:
+        """The `pgcite gaps --json` object: what the docs are missing, most asked first."""
+        return shapes.gaps(core.gaps(since=parse_since(since), allowed=caller.sources, limit=limit))

@@ -1,0 +1,53 @@
+"""The web page: `GET /` and its two static files, read from the package folder `pgcite/server/static/`.
+
+The page is plain HTML, CSS and one script with no build step and nothing fetched from elsewhere,
+so it works offline. It talks to the same server's /v1 API. Only the files named in `_FILES` are
+served; any other name is a 404 in the API's JSON error shape. Every response carries a strict
+Content-Security-Policy (scripts, styles and requests to this origin only), so even text that
+slipped past the page's own escaping could not run a script."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from fastapi import FastAPI
+from fastapi.responses import Response
+from starlette.exceptions import HTTPException
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+
+# name -> media type; nothing else under /static is served.
+_FILES = {
+    "app.js": "text/javascript; charset=utf-8",
+    "app.css": "text/css; charset=utf-8",
+}
+_PAGE = "index.html"
+
+
+def _headers(cache: str) -> dict[str, str]:
+    return {
+        "Content-Security-Policy": CSP,
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": cache,
+    }
+
+
+def _read(name: str) -> bytes:
+    return resources.files("pgcite").joinpath("server", "static", name).read_bytes()
+
+
+def add_web_routes(app: FastAPI) -> None:
+    @app.get("/", include_in_schema=False)
+    def page() -> Response:
+        # Revalidated on every load, so an upgraded server's page is seen at once.
+        return Response(_read(_PAGE), media_type="text/html; charset=utf-8", headers=_headers("no-cache"))
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static(name: str) -> Response:
+        if name not in _FILES:
+            raise HTTPException(404, f"no static file {name!r}")
+        return Response(_read(name), media_type=_FILES[name], headers=_headers("public, max-age=300"))
