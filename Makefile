@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: install dev demo test bench clean
+.PHONY: install dev demo test check bench clean
 
 # pgcite itself: no torch (the bundled model runs on ONNX Runtime).
 install: $(STAMP)
@@ -34,8 +34,15 @@ demo: install
 	$(VENV)/bin/pgcite ask "How do I point pgcite at my own PostgreSQL server?"
 	$(VENV)/bin/pgcite ask "Am I a cat?"
 
-test: dev
+test: dev check
 	$(VENV)/bin/python -m pytest -q
+
+# Static checks: lint and format (ruff), types (mypy), and imports that point one way (import-linter).
+check: dev
+	$(VENV)/bin/ruff check src/pgcite
+	$(VENV)/bin/ruff format --check src/pgcite
+	$(VENV)/bin/mypy src/pgcite
+	$(VENV)/bin/lint-imports
 
 bench: dev
 	$(PY) bench/ingest.py

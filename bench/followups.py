@@ -16,7 +16,8 @@ from scratch import scratch_settings
 
 from pgcite.server.chat import Message, question_of
 from pgcite.core import Pgcite
-from pgcite.evaluation.harness import Gold, distinct_sections, matches
+from pgcite.evaluation.metrics import distinct_sections, matches
+from pgcite.evaluation.questions import Gold
 from pgcite.vocabulary import SearchFilter
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,7 +23,7 @@ import statistics
 import time
 from collections import defaultdict
 
-from pgcite.store import ChunkRow, Store, database
+from pgcite.store import ChunkRow, Store, index_sql
 from scale_corpus import base_settings, ensure_base
 from scratch import scratch_settings
 
@@ -92,10 +92,10 @@ def graph_quality(documents) -> None:
         rows = store.chunk_count()
         print(f"\n{rows:,} chunks in the base home; {count} Marten chunks inserted into its HNSW index\n")
         print(f"{'ef_construction':>15} {'build s':>8} {'insert s per 1,000':>19}")
-        pgcite_value = database.HNSW_EF_CONSTRUCTION
+        pgcite_value = index_sql.HNSW_EF_CONSTRUCTION
         try:
             for ef_construction in (64, pgcite_value):  # the last build leaves pgcite's index
-                database.HNSW_EF_CONSTRUCTION = ef_construction
+                index_sql.HNSW_EF_CONSTRUCTION = ef_construction
                 store.remove_source("inserted")
                 store.drop_vector_index()
                 started = time.perf_counter()
@@ -104,7 +104,7 @@ def graph_quality(documents) -> None:
                 inserted = write(store, "inserted", documents) / count * 1000
                 print(f"{ef_construction:>15} {built:8.0f} {inserted:19.2f}", flush=True)
         finally:
-            database.HNSW_EF_CONSTRUCTION = pgcite_value
+            index_sql.HNSW_EF_CONSTRUCTION = pgcite_value
             store.remove_source("inserted")
 
 

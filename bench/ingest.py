@@ -28,7 +28,8 @@ from pgcite.config import Settings
 from pgcite.embedding.models import LocalEmbedder
 from pgcite.ingest.flow import chunk_budget
 from pgcite.ingest.markdown import parse
-from pgcite.ingest.sources import Document, open_source
+from pgcite.ingest.locations import open_source
+from pgcite.ingest.sources import Document
 from pgcite.store import server
 
 from reference import ReferenceEmbedder

@@ -14,7 +14,9 @@ import argparse
 
 from pgcite.config import load_settings
 from pgcite.core import Pgcite
-from pgcite.evaluation.harness import distinct_sections, fetch_size, load_questions, matches
+from pgcite.evaluation.metrics import distinct_sections, matches
+from pgcite.evaluation.questions import load_questions
+from pgcite.evaluation.runs import fetch_size
 from pgcite.vocabulary import SearchFilter
 
 MODES = ("vector", "text", "hybrid")

@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 from pgcite.retrieval.calibration import Calibration  # noqa: E402
 from pgcite.config import load_settings  # noqa: E402
 from pgcite.core import Pgcite  # noqa: E402
-from pgcite.evaluation.harness import load_questions  # noqa: E402
+from pgcite.evaluation.questions import load_questions  # noqa: E402
 from pgcite.answer.extractive import ExtractiveGenerator  # noqa: E402
 from pgcite.retrieval.search import retrieve, select_context  # noqa: E402
 from pgcite.vocabulary import SearchFilter  # noqa: E402

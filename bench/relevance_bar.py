@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pgcite.config import Settings
 from pgcite.embedding.models import LocalEmbedder
-from pgcite.evaluation.harness import load_questions
+from pgcite.evaluation.questions import load_questions
 from pgcite.ingest.flow import ingest, open_location
 from pgcite.retrieval.search import DEFAULT_MAX_DISTANCE, WORD_MATCH_COVERAGE, WORD_MATCH_SLACK
 from pgcite.store import SearchFilter, Store

@@ -21,7 +21,9 @@ from pathlib import Path
 
 from pgcite.config import Settings
 from pgcite.embedding.models import LocalEmbedder
-from pgcite.evaluation.harness import evaluate, load_questions, run_searches
+from pgcite.evaluation.metrics import evaluate
+from pgcite.evaluation.questions import load_questions
+from pgcite.evaluation.runs import run_searches
 from pgcite.core import Pgcite
 from pgcite.store import search_sql
 from scratch import question_set, scratch_settings

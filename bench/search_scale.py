@@ -20,7 +20,7 @@ import sys
 import time
 
 from pgcite.embedding.models import LocalEmbedder
-from pgcite.evaluation.harness import load_questions
+from pgcite.evaluation.questions import load_questions
 from pgcite.retrieval.search import search
 from pgcite.store import SearchFilter, Store
 from scale_corpus import BASE_HOME, SOURCE, base_settings, ensure_base, grow

@@ -40,7 +40,7 @@ import numpy as np
 from psycopg import sql
 
 from pgcite.embedding.models import LocalEmbedder
-from pgcite.evaluation.harness import load_questions
+from pgcite.evaluation.questions import load_questions
 from pgcite.store import Store
 from scale_corpus import BASE_HOME, base_settings, ensure_base, nearest, with_noise
 from scratch import ANTHROPIC

@@ -20,7 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from pgcite.config import load_settings  # noqa: E402
-from pgcite.evaluation.harness import RankedSection, contains_fact, load_questions, matches, trail_of  # noqa: E402
+from pgcite.evaluation.metrics import RankedSection, contains_fact, matches, trail_of  # noqa: E402
+from pgcite.evaluation.questions import load_questions  # noqa: E402
 from pgcite.store import Store  # noqa: E402
 
 

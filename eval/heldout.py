@@ -26,7 +26,9 @@ sys.path.insert(0, str(HERE.parent / "src"))
 
 from pgcite.config import load_settings  # noqa: E402
 from pgcite.core import Pgcite  # noqa: E402
-from pgcite.evaluation.harness import Report, evaluate, load_questions, parse_bar, run_answers, run_searches  # noqa: E402
+from pgcite.evaluation.metrics import Report, evaluate, parse_bar  # noqa: E402
+from pgcite.evaluation.questions import load_questions  # noqa: E402
+from pgcite.evaluation.runs import run_answers, run_searches  # noqa: E402
 
 HALVES = ("tune", "sealed")
 # What the table shows, in order: the section in the top 3, among the fed ones, the answer holds

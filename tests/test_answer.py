@@ -1,7 +1,7 @@
 """Answer checks: citation filtering, uncited and unsupported claims (real model for the
 semantic half)."""
 
-from pgcite.answer.flow import CitationFilter, check_answer, is_refusal
+from pgcite.answer.checks import CitationFilter, check_answer, is_refusal
 from pgcite.vocabulary import Passage, SearchHit
 
 

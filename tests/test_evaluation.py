@@ -16,27 +16,21 @@ import pytest
 
 from pgcite.config import Settings
 from pgcite.core import Pgcite
-from pgcite.evaluation.harness import (
+from pgcite.evaluation.compare import compare, parse_strategies
+from pgcite.evaluation.metrics import (
     AnswerRecord,
-    EvalError,
-    Gold,
     RankedSection,
     Retrieval,
-    compare,
     contains_fact,
     distinct_sections,
     evaluate,
-    load_questions,
     failed_bars,
     matches,
     parse_bar,
-    parse_question_files,
-    parse_questions,
-    parse_strategies,
-    run_answers,
-    run_searches,
     trail_of,
 )
+from pgcite.evaluation.questions import EvalError, Gold, load_questions, parse_question_files, parse_questions
+from pgcite.evaluation.runs import run_answers, run_searches
 from pgcite.answer.extractive import ExtractiveGenerator
 from pgcite.ingest.flow import ingest, open_location
 from pgcite.store import Store

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pgcite.answer.extractive import DEFAULT_MIN_COVERAGE, DEFAULT_MIN_SCORE, ExtractiveGenerator, normalise
+from pgcite.answer.extractive import DEFAULT_MIN_COVERAGE, DEFAULT_MIN_SCORE, ExtractiveGenerator
+from pgcite.answer.words import normalise
 from pgcite.vocabulary import REFUSAL, Passage, SearchHit, Usage
 
 pytestmark = pytest.mark.slow
@@ -324,8 +325,8 @@ def test_anthropic_docs_gold_sections_spot_check(generator):
     root = CORPORA / "anthropic-docs"
     if not (root / "questions-dev.jsonl").is_file():
         pytest.skip(f"corpus 'anthropic-docs' not found at {root} (it lives in ../shared/corpora beside the repo)")
+    from pgcite.answer.words import content_words
     from pgcite.ingest.chunking import chunk_by_headings
-    from pgcite.answer.extractive import _content_words
     from pgcite.ingest.markdown import parse
 
     questions = [json.loads(line) for line in (root / "questions-dev.jsonl").read_text().splitlines() if line]
@@ -347,11 +348,11 @@ def test_anthropic_docs_gold_sections_spot_check(generator):
         passages = [Passage(i + 1, h) for i, h in enumerate(hits)]
         text = generator.answer(q["question"], passages)
         refused += text == REFUSAL
-        reference = _content_words(q["answer"]) - _content_words(q["question"])
+        reference = content_words(q["answer"]) - content_words(q["question"])
         if not reference:
             continue
-        recall.append(len(reference & _content_words(text)) / len(reference))
-        ceiling.append(len(reference & set().union(*(_content_words(p.hit.content) for p in passages))) / len(reference))
+        recall.append(len(reference & content_words(text)) / len(reference))
+        ceiling.append(len(reference & set().union(*(content_words(p.hit.content) for p in passages))) / len(reference))
         if text != REFUSAL:
             assert_quoted(text, passages)
     mean, top = sum(recall) / len(recall), sum(ceiling) / len(ceiling)

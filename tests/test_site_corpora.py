@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from pgcite.ingest.chunking import chunk_by_headings, load_tokenizer
+from pgcite.ingest.chunking import chunk_by_headings
 from pgcite.config import Settings
 from pgcite.embedding.models import bundled_model_dir
+from pgcite.embedding.tokenizer import load_tokenizer
 from pgcite.ingest.flow import open_location
 from pgcite.ingest.sites import Page, Site, detect, join_url
 from pgcite.ingest.sites.leftovers import leftovers

@@ -1,4 +1,4 @@
-"""Tests for pgcite.ingest.sources: folders, zip archives (read in place) and S3 (a real moto server)."""
+"""Tests for the ingest sources (folders, zip archives read in place, S3 on a real moto server) and their globs."""
 
 from __future__ import annotations
 
@@ -12,21 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from pgcite.ingest import sources
 from pgcite.errors import SourceError
+from pgcite.ingest import folder
+from pgcite.ingest.folder import FolderSource
+from pgcite.ingest.locations import open_source
+from pgcite.ingest.s3 import S3Source
 from pgcite.ingest.sources import (
     DEFAULT_EXCLUDE,
     Document,
-    FolderSource,
     Limits,
-    S3Source,
     Skipped,
-    ZipSource,
     glob_match,
     is_excluded,
     is_included,
-    open_source,
 )
+from pgcite.ingest.zipped import ZipSource
 
 
 def write(root: Path, rel: str, data: bytes | str) -> Path:
@@ -257,7 +257,7 @@ def test_folder_file_over_limit_is_skipped_without_reading(
         opened.append(os.path.basename(file))
         return real_open(file, *args, **kwargs)  # type: ignore[call-overload]
 
-    monkeypatch.setattr(sources, "open", spy_open, raising=False)
+    monkeypatch.setattr(folder, "open", spy_open, raising=False)
     got = by_path(list(FolderSource(str(root), limits=Limits(max_file_bytes=100)).scan()))
     assert got["big.md"] == Skipped(
         "big.md", "file is 500 bytes, over the 100 bytes limit: split it or raise PGCITE_MAX_FILE_BYTES"
@@ -289,7 +289,7 @@ def test_folder_unreadable_file_is_skipped_and_scan_goes_on(
             raise PermissionError(13, "Permission denied", file)
         return real_open(file, *args, **kwargs)  # type: ignore[call-overload]
 
-    monkeypatch.setattr(sources, "open", deny, raising=False)
+    monkeypatch.setattr(folder, "open", deny, raising=False)
     records = list(FolderSource(str(root)).scan())
     assert [r.path for r in records] == ["a.md", "locked.md", "z.md"]
     assert records[1] == Skipped(
@@ -509,7 +509,7 @@ def test_truncated_zip_is_a_source_error(tmp_path: Path) -> None:
 
 
 def test_missing_zip_is_a_source_error(tmp_path: Path) -> None:
-    with pytest.raises(SourceError, match="no such folder, .zip file or s3:// location"):
+    with pytest.raises(SourceError, match=r"no such folder, \.zip file or s3:// location"):
         open_source(str(tmp_path / "missing.zip"))
     with pytest.raises(SourceError, match="not a readable zip archive"):
         ZipSource(str(tmp_path / "missing.zip"))

@@ -15,7 +15,7 @@ from psycopg.conninfo import make_conninfo
 from pgcite.config import Settings
 from pgcite.errors import ModelMismatchError, StoreError
 from pgcite.store import ChunkRow, SearchFilter, Store, WordMatch, embed_hash, server
-from pgcite.store.database import HNSW_EF_CONSTRUCTION
+from pgcite.store.index_sql import HNSW_EF_CONSTRUCTION
 from pgcite.store.schema import MIGRATIONS
 from tests.fake_openai import closed_port
 

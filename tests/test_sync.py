@@ -22,7 +22,8 @@ import pytest
 from pgcite.config import Settings
 from pgcite.core import Pgcite
 from pgcite.errors import PgciteError, SourceError
-from pgcite.ingest.sources import Document, Unchanged, open_source
+from pgcite.ingest.locations import open_source
+from pgcite.ingest.sources import Document, Unchanged
 from pgcite.store import Store
 from pgcite.ingest.sync import format_interval, parse_interval
 from tests.test_cli import REPO, pgcite

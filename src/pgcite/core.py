@@ -12,82 +12,29 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING
 
-import numpy as np
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from pgcite import access
 from pgcite.answer.flow import Answer, AnswerEvent, ask_stream
-from pgcite.learn.log import AnswerLog, Origin, entry_of
+from pgcite.answer.generation import ChatGenerator, GenerationError, Generator, make_generator
 from pgcite.config import Settings
 from pgcite.embedding.models import Embedder, fingerprint, make_embedder
+from pgcite.embedding.serialised import Serialised
 from pgcite.errors import PgciteError, SourceError, StoreError, first_line
-from pgcite.answer.generation import ChatGenerator, GenerationError, Generator
+from pgcite.learn.log import AnswerLog, Origin, entry_of
+from pgcite.learn.ops import LogOps
 from pgcite.retrieval.rerank import ChatChooser, Reranker, RerankServer
 from pgcite.retrieval.search import search
-from pgcite.store import SourceInfo, Store, log_rows, sync_rows
+from pgcite.store import SourceInfo, Store, sync_rows
 from pgcite.store import keys as key_store
-from pgcite.store.log_rows import LogEntry
+from pgcite.store.status import Status
+from pgcite.store.status import status as status_of
 from pgcite.vocabulary import SearchFilter, SearchHit
 
 if TYPE_CHECKING:  # ingest's readers and chunker load only when something is ingested
-    from pgcite.learn.gaps import Gap
-    from pgcite.ingest.flow import IngestReport, Progress
-
-
-@dataclass(frozen=True)
-class Status:
-    database: str  # where it is, for people
-    postgres: str
-    pgvector: str
-    model: tuple[str, int] | None  # the stored vectors' model and dimension; None before any ingest
-    sources: list[SourceInfo]
-    chunks: int
-    vector_index: bool
-    schema_current: bool
-    answers_logged: int
-
-
-class _Serialised:  # an Embedder
-    """An embedder used by one thread at a time: a tokenizer raises "Already borrowed" when two
-    threads use it at once, and two cores gain nothing from parallel calls into one model."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self._inner = inner
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str):  # model, dimension, window, prefixes: read-only attributes
-        return getattr(self._inner, name)
-
-    def count_tokens(self, text: str) -> int:
-        with self._lock:
-            return self._inner.count_tokens(text)
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        with self._lock:
-            return self._inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        with self._lock:
-            return self._inner.embed_query(text)
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        with self._lock:
-            return self._inner.embed_queries(texts)
-
-
-def make_generator(settings: Settings, embedder: Embedder) -> Generator:
-    """The chat server when one is configured, else the offline extractive generator."""
-    if settings.chat_url:
-        if not settings.chat_model:
-            raise GenerationError("a chat server URL is set but no chat model; set PGCITE_CHAT_MODEL")
-        return ChatGenerator(settings)
-    from pgcite.answer.extractive import ExtractiveGenerator
-
-    return ExtractiveGenerator(embedder)
+    from pgcite.ingest.report import IngestReport, Progress
 
 
 UPLOADED = "(uploaded zip)"  # the location of a source ingested from an upload
@@ -99,7 +46,7 @@ def _no_source(name: str) -> PgciteError:
     )
 
 
-class Pgcite:
+class Pgcite(LogOps):
     POOL_SIZE = 8  # read connections: the server's worker threads share them
     POOL_TIMEOUT = 10.0  # seconds a query waits for a free connection
 
@@ -118,7 +65,7 @@ class Pgcite:
             ) as store:
                 self._dsn, self._password = store.conn.info.dsn, store.conn.info.password
         self._pool: ConnectionPool | None = None
-        self._embedder: Embedder | None = _Serialised(embedder) if embedder is not None else None
+        self._embedder: Embedder | None = Serialised(embedder) if embedder is not None else None
         self._generator = generator
         self._reranker: Reranker | None = None
         self._warm = False
@@ -145,7 +92,7 @@ class Pgcite:
     def embedder(self) -> Embedder:
         with self._lock:
             if self._embedder is None:
-                self._embedder = _Serialised(make_embedder(self.settings))
+                self._embedder = Serialised(make_embedder(self.settings))
             return self._embedder
 
     @property
@@ -157,7 +104,7 @@ class Pgcite:
         if (load := getattr(self.embedder, "warm_up", None)) is not None:  # the bundled model
             load()
         self.embedder.embed_query("warm up")
-        self.generator
+        _ = self.generator  # the property loads it
         self._warm = True
 
     @property
@@ -312,7 +259,7 @@ class Pgcite:
         pull: `git pull` the folder before each sync (sync.py). trigger: what started it, for the
         source's last sync. uploaded: `location` is a temporary copy of an upload, not to be kept."""
         from pgcite.ingest.flow import ingest, open_location
-        from pgcite.ingest.sources import is_remote
+        from pgcite.ingest.locations import is_remote
 
         # Kept with the source, so that a sync from anywhere reads it again the same way.
         location, include_root = (os.path.abspath(p) if p and not is_remote(p) else p for p in (location, include_root))
@@ -352,7 +299,7 @@ class Pgcite:
     ) -> IngestReport:
         """Read source `name` again from where it was ingested, with the same options (pulling the
         folder first when it was ingested with `pull`); only what changed is read and stored."""
-        from pgcite.ingest.sources import is_remote
+        from pgcite.ingest.locations import is_remote
         from pgcite.ingest.sync import pull
 
         info = self.source(name)
@@ -437,95 +384,4 @@ class Pgcite:
 
     def status(self) -> Status:
         with self.reader() as store:
-            pg, vector = store.server_versions()
-            return Status(
-                self.where,
-                pg,
-                vector,
-                store.stored_model(),
-                store.list_sources(),
-                store.chunk_count(),
-                store.has_vector_index(),
-                store.schema_current(),
-                log_rows.count(store),
-            )
-
-    # --- the answer log ---------------------------------------------------------------------
-    # `allowed`: the sources of the caller's key (None: every source); see store/log_rows.py.
-
-    def log_entries(
-        self,
-        *,
-        since: datetime | None = None,
-        refused: bool = False,
-        unanswered: bool = False,
-        source: str | None = None,
-        allowed: Sequence[str] | None = None,
-        limit: int | None = 100,
-    ) -> list[LogEntry]:
-        """Logged answers, newest first."""
-        self._flush_log()
-        with self.reader() as store:
-            return log_rows.entries(
-                store, since=since, refused=refused, unanswered=unanswered, source=source, allowed=allowed, limit=limit
-            )
-
-    def rate(
-        self, answer_id: str, rating: str, comment: str | None = None, allowed: Sequence[str] | None = None
-    ) -> str:
-        """Record thumbs up or down (and a comment) on a logged answer; returns its full id."""
-        if rating not in log_rows.RATINGS:
-            raise PgciteError(f"a rating is up or down (got {rating!r})")
-        self._flush_log()
-        with self.writer() as store:
-            full = log_rows.resolve(store, answer_id, allowed)
-            log_rows.rate(store, full, rating, comment, allowed)
-        return full
-
-    def confirm_refusal(self, answer_id: str, allowed: Sequence[str] | None = None) -> str:
-        """Mark a logged refusal as right (the docs do not say): it exports as an unanswerable question."""
-        self._flush_log()
-        with self.writer() as store:
-            full = log_rows.resolve(store, answer_id, allowed)
-            if not log_rows.confirm(store, full, allowed):
-                raise PgciteError(f"answer {full} was not a refusal; only refusals are confirmed", kind="conflict")
-        return full
-
-    def prune_log(self) -> int:
-        """Delete the rows past the retention (answer_log_days); the log's writer also does it hourly."""
-        with self.writer() as store:
-            return log_rows.prune(store, self.settings.answer_log_days)
-
-    def gaps(
-        self, *, since: datetime | None = None, allowed: Sequence[str] | None = None, limit: int = 50, closest: int = 3
-    ) -> list[Gap]:
-        """What the docs are missing: the unanswered questions, grouped by need (gaps.py), each with
-        the sections the docs do have that come closest."""
-        from pgcite.learn.gaps import MAX_QUESTIONS, Asked, group_questions
-
-        rows = self.log_entries(since=since, unanswered=True, allowed=allowed, limit=MAX_QUESTIONS)
-        asked = [
-            Asked(
-                e.id,
-                e.question,
-                e.asked_at,
-                "refused" if e.refused else "down" if e.rating == "down" else "unsupported",
-            )
-            for e in rows
-        ]
-        vectors = (
-            self.embedder.embed_documents([a.question for a in asked]) if asked else np.zeros((0, 1), dtype=np.float32)
-        )
-        groups = group_questions(asked, vectors)[:limit]
-        scope = {e.id: e.scope for e in rows}
-        for gap in groups:  # searched within the sources its newest asking could read
-            gap.closest = self.search(
-                gap.examples[0],
-                k=closest,
-                filters=SearchFilter(exclude_flagged=True, allowed_sources=scope[gap.ids[0]]),
-            )
-        return groups
-
-    def _flush_log(self) -> None:
-        if self.answer_log is not None:
-            self.answer_log.flush()
+            return status_of(store)

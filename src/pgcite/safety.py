@@ -18,11 +18,17 @@ from publicsuffixlist import PublicSuffixList
 
 # Each pattern names the kind of injection it catches. Case-insensitive, whitespace-tolerant.
 _INJECTION_PATTERNS: dict[str, str] = {
-    "ignore previous instructions": r"\b(ignore|disregard|forget|override)\b[\w\s,]{0,30}\b(previous|prior|above|earlier|all|any|your)\b[\w\s]{0,20}\b(instructions?|prompts?|rules|directions|guidelines)\b",
-    "addressed to an AI assistant": r"\b(note|message|instructions?|attention)\s+(to|for)\s+(the\s+)?(ai|llm|assistant|language model|chatbot|model)s?\b",
-    "role reassignment": r"\byou\s+are\s+now\s+(an?\s+|in\s+)?(\w+\s+){0,2}(ai|assistant|model|bot|chatbot|agent|persona|dan|jailbroken|unrestricted|mode)\b|\bact\s+as\s+(an?\s+)?(unrestricted|jailbroken|different)\b|\bnew\s+system\s+prompt\b",
+    "ignore previous instructions": r"\b(ignore|disregard|forget|override)\b[\w\s,]{0,30}"
+    r"\b(previous|prior|above|earlier|all|any|your)\b[\w\s]{0,20}\b(instructions?|prompts?|rules|directions|guidelines)\b",
+    "addressed to an AI assistant": r"\b(note|message|instructions?|attention)\s+(to|for)\s+(the\s+)?"
+    r"(ai|llm|assistant|language model|chatbot|model)s?\b",
+    "role reassignment": r"\byou\s+are\s+now\s+(an?\s+|in\s+)?(\w+\s+){0,2}"
+    r"(ai|assistant|model|bot|chatbot|agent|persona|dan|jailbroken|unrestricted|mode)\b"
+    r"|\bact\s+as\s+(an?\s+)?(unrestricted|jailbroken|different)\b|\bnew\s+system\s+prompt\b",
     "hidden prompt markup": r"<\|?(system|im_start|im_end)\|?>|\[/?INST\]|^\s*system\s*:",
-    "tells the reader to be sent elsewhere": r"(?<!\bto\s)\b(tell|instruct|direct|send|redirect|ask)\s+(the\s+)?(user|reader|customer)s?\s+to\s+(visit|go|contact|e-?mail|click|download|pay|buy|log\s*in|sign\s*in|enter|share|send|call)\b",
+    "tells the reader to be sent elsewhere": r"(?<!\bto\s)\b(tell|instruct|direct|send|redirect|ask)\s+(the\s+)?"
+    r"(user|reader|customer)s?\s+to\s+"
+    r"(visit|go|contact|e-?mail|click|download|pay|buy|log\s*in|sign\s*in|enter|share|send|call)\b",
     "reveal the prompt": r"\b(reveal|print|repeat|output)\s+(your|the)\s+(system\s+)?(prompt|instructions)\b",
 }
 _COMPILED = {name: re.compile(p, re.IGNORECASE | re.MULTILINE) for name, p in _INJECTION_PATTERNS.items()}

@@ -14,10 +14,10 @@ from pgcite.store.keys import ApiKey
 from pgcite.vocabulary import Dropped, Passage, SearchHit
 
 if TYPE_CHECKING:
-    from pgcite.core import Status
+    from pgcite.ingest.report import IngestReport
     from pgcite.learn.gaps import Gap
-    from pgcite.ingest.flow import IngestReport
     from pgcite.store.log_rows import LogEntry
+    from pgcite.store.status import Status
 
 
 def hit(h: SearchHit) -> dict:

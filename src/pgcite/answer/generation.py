@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from pgcite.config import Settings
+from pgcite.embedding.models import Embedder
 from pgcite.errors import PgciteError
 from pgcite.vocabulary import REFUSAL, Passage, SearchHit, Usage
 
@@ -313,10 +314,10 @@ class ChatGenerator:
                             continue
                         finish_reason = choice.finish_reason or finish_reason
                         # Only `content`: reasoning_content / reasoning deltas are ignored.
-                        if choice.delta is not None and choice.delta.content:
-                            if text := think.feed(choice.delta.content):
-                                shown = True
-                                yield text
+                        content = choice.delta.content if choice.delta is not None else None
+                        if content and (text := think.feed(content)):
+                            shown = True
+                            yield text
             if text := think.finish():
                 shown = True
                 yield text
@@ -378,3 +379,14 @@ class ChatGenerator:
         if isinstance(exc, openai.APIError):  # an error event inside the stream
             return GenerationError(f"{where} failed mid-answer ({_server_message(exc)}); check its logs")
         return GenerationError(f"the chat request to {self.url} failed ({_one_line(str(exc))}); check the server")
+
+
+def make_generator(settings: Settings, embedder: Embedder) -> Generator:
+    """The chat server when one is configured, else the offline extractive generator."""
+    if settings.chat_url:
+        if not settings.chat_model:
+            raise GenerationError("a chat server URL is set but no chat model; set PGCITE_CHAT_MODEL")
+        return ChatGenerator(settings)
+    from pgcite.answer.extractive import ExtractiveGenerator
+
+    return ExtractiveGenerator(embedder)

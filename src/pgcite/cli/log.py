@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pgcite.cli.main import _settings, out
+from pgcite.cli.common import _settings, out
 
 log_app = typer.Typer(
     help="The answer log: list it, rate or confirm answers, export it as eval rows.", invoke_without_command=True
@@ -38,8 +38,8 @@ def log_list(
     if ctx.invoked_subcommand is not None:
         return
     from pgcite import shapes
-    from pgcite.learn.log import parse_since
     from pgcite.core import Pgcite
+    from pgcite.learn.log import parse_since
 
     with Pgcite(_settings()) as app:
         rows = app.log_entries(since=parse_since(since), refused=refused, source=source, limit=limit)
@@ -102,9 +102,9 @@ def log_export(
 ) -> None:
     """Write rated answers and confirmed refusals as `pgcite eval` rows. An existing file keeps its
     rows; only questions it does not hold yet are added."""
-    from pgcite.learn.log import eval_rows, parse_since
     from pgcite.core import Pgcite
-    from pgcite.evaluation.harness import load_questions
+    from pgcite.evaluation.questions import load_questions
+    from pgcite.learn.log import eval_rows, parse_since
     from pgcite.vocabulary import wording_key
 
     with Pgcite(_settings()) as app:
@@ -151,8 +151,8 @@ def gaps(
     Questions refused, answered with unsupported claims or marked down, grouped so one need asked
     many ways counts once, each with the closest sections the docs do have."""
     from pgcite import shapes
-    from pgcite.learn.log import parse_since
     from pgcite.core import Pgcite
+    from pgcite.learn.log import parse_since
 
     if as_json and markdown:
         raise typer.BadParameter("choose one of --json and --markdown", param_hint="--markdown")
@@ -170,7 +170,7 @@ def gaps(
     for rank, g in enumerate(groups, start=1):
         reasons = ", ".join(f"{n} {r}" for r, n in g.reasons.items())
         out.print(
-            f"[bold]{rank}. {escape(_one_line(g.examples[0], 100))}[/]  asked {g.count}×, "
+            f"[bold]{rank}. {escape(_one_line(g.examples[0], 100))}[/]  asked {g.count}×, "  # noqa: RUF001  (the multiplication sign: "asked 3 times")
             f"last {g.last_asked:%Y-%m-%d}  [dim]({escape(reasons)})[/]"
         )
         for example in g.examples[1:]:
@@ -185,7 +185,7 @@ def gaps(
 def gaps_markdown(groups, since: str | None) -> str:
     lines = [f"# What the docs are missing{f' (since {since})' if since else ''}", ""]
     if not groups:
-        return "\n".join(lines + ["No unanswered questions."])
+        return "\n".join([*lines, "No unanswered questions."])
     for rank, g in enumerate(groups, start=1):
         lines += [
             f"## {rank}. {_one_line(g.examples[0], 120)}",
@@ -202,8 +202,3 @@ def gaps_markdown(groups, since: str | None) -> str:
         ]
         lines.append("")
     return "\n".join(lines)
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(log_app, name="log")
-    app.command("gaps")(gaps)

@@ -81,7 +81,7 @@ def build_graph(model_dir: Path):
             num_heads=heads,
         )
 
-        def dense_add_norm(residual: str, inner: str, dense: str, norm: str) -> str:
+        def dense_add_norm(residual: str, inner: str, dense: str, norm: str, p: str = p) -> str:
             projected = op("MatMul", [inner, weight(p + dense, w[p + dense + ".weight"].T)])
             return op(
                 "SkipLayerNormalization",
@@ -202,7 +202,7 @@ class MiniLM:
         options.log_severity_level = 3  # the fused graph's shape notes are not the user's concern
         try:
             self.session = onnxruntime.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # onnxruntime's own Fail / InvalidProtobuf / NoSuchFile
+        except Exception as exc:  # noqa: BLE001 -- onnxruntime's own Fail / InvalidProtobuf / NoSuchFile share no base
             raise EmbeddingError(
                 f"cannot load the bundled model from {onnx_file} ({str(exc)[:200]}); delete that file and run again"
             ) from None

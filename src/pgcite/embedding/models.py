@@ -14,8 +14,8 @@ import numpy as np
 from pgcite.config import DEFAULT_MODEL_CACHE, LOCAL_MODEL, Settings
 from pgcite.errors import EmbeddingError
 
-if TYPE_CHECKING:  # the chunker's imports (markdown-it, yaml) stay off the query path
-    from pgcite.ingest.chunking import Tokenizer
+if TYPE_CHECKING:  # `tokenizers` is imported on first use (_TokenCounting.tokenizer)
+    from pgcite.embedding.tokenizer import Tokenizer
 
 # The local model's context window, special tokens included ([CLS] ... [SEP]).
 LOCAL_WINDOW = 256
@@ -59,7 +59,7 @@ class _TokenCounting:
 
     @cached_property
     def tokenizer(self) -> Tokenizer:
-        from pgcite.ingest.chunking import load_tokenizer
+        from pgcite.embedding.tokenizer import load_tokenizer
 
         return load_tokenizer(self.tokenizer_json)
 
@@ -95,7 +95,7 @@ class LocalEmbedder(_TokenCounting):
 
     def warm_up(self) -> None:
         """Load the model now rather than on the first request."""
-        self._runtime
+        _ = self._runtime  # the cached property loads it
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

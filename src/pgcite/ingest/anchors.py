@@ -23,7 +23,7 @@ __all__ = [
 
 _COMBINING = re.compile("[\u0300-\u036f]")
 _CONTROL = re.compile("[\u0000-\u001f]")
-_SPECIAL = re.compile(r"[\s~`!@#$%^&*()\-_+=\[\]{}|\\;:\"'“”‘’<>,.?/]+")
+_SPECIAL = re.compile(r"[\s~`!@#$%^&*()\-_+=\[\]{}|\\;:\"'\u201c\u201d\u2018\u2019<>,.?/]+")
 
 
 def vitepress(heading: str) -> str:

@@ -1,7 +1,7 @@
 """Clean Markdown of the markup every site generator shares and parse it into sections of blocks.
 
-`clean` removes front matter and shared markup (markup.py: tags, comments, `:::` containers,
-snippet markers, `[[toc]]`) without ever touching code; a site generator's own markup is
+`clean` removes front matter and shared markup (markup.py, tags.py: tags, comments, `:::`
+containers, snippet markers, `[[toc]]`) without ever touching code; a site generator's own markup is
 turned into Markdown before (sites/). `parse` splits the cleaned text into heading sections
 made of top-level blocks, each block a verbatim slice of the cleaned source, so code keeps its
 exact text. A `Dialect` says where a generator reads Markdown its own way: its anchor rule,
@@ -27,6 +27,7 @@ Decisions worth knowing:
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tomllib
 from dataclasses import dataclass
@@ -119,15 +120,11 @@ def split_front_matter(text: str) -> tuple[str, dict[str, Any]]:
     text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
     data: object = None
     if match := _YAML_FRONT_MATTER.match(text):
-        try:
+        with contextlib.suppress(yaml.YAMLError, RecursionError):  # RecursionError: nested thousands deep
             data = yaml.load(match.group(1), Loader=_FrontMatterLoader)
-        except (yaml.YAMLError, RecursionError):  # RecursionError: nested thousands deep
-            pass
     elif match := _TOML_FRONT_MATTER.match(text):
-        try:
+        with contextlib.suppress(tomllib.TOMLDecodeError, RecursionError):
             data = tomllib.loads(match.group(1))
-        except (tomllib.TOMLDecodeError, RecursionError):
-            pass
     if not match:
         return text, {}
     return text[match.end() :], data if isinstance(data, dict) else {}

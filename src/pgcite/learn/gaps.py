@@ -25,7 +25,12 @@ EXAMPLES = 3  # distinct wordings shown per group
 MAX_QUESTIONS = 2000  # the newest unanswered questions grouped at once (the distance matrix is n x n)
 TYPO_RATIO = 0.85  # difflib ratio at which a word of 5+ letters one typo from another is that word
 STOPWORDS = frozenset(
-    ["a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "by", "for", "from", "with", "without", "into", "over", "under", "about", "as", "via", "per", "is", "are", "was", "were", "be", "been", "being", "am", "do", "does", "did", "done", "have", "has", "had", "can", "could", "will", "would", "shall", "should", "may", "might", "must", "i", "me", "my", "we", "us", "our", "you", "your", "it", "its", "they", "them", "their", "he", "she", "his", "her", "this", "that", "these", "those", "there", "here", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "whats", "any", "some", "all", "every", "each", "much", "many", "more", "most", "not", "no", "yes", "so", "than", "then", "too", "very", "just", "only", "also", "instead", "other", "else", "own", "same", "one", "up", "out", "get", "set", "make", "use", "using", "used", "work", "works", "run", "running", "need", "want", "like", "way", "possible", "available", "supported", "support", "please", "help", "thanks", "hi", "hello", "ok"]
+    """a an the and or but if of to in on at by for from with without into over under about as via per is are was
+    were be been being am do does did done have has had can could will would shall should may might must i me
+    my we us our you your it its they them their he she his her this that these those there here what which
+    who whom whose when where why how whats any some all every each much many more most not no yes so than
+    then too very just only also instead other else own same one up out get set make use using used work works
+    run running need want like way possible available supported support please help thanks hi hello ok""".split()
 )
 
 
@@ -149,7 +154,7 @@ def group_questions(
 
         d = distances([asked[r].question for r in rows], vectors[rows], words)
         labels = fcluster(linkage(squareform(d, checks=False), method=method), t=threshold, criterion="distance")
-    label_of = dict(zip(first, labels))
+    label_of = dict(zip(first, labels, strict=True))
     groups: dict[int, list[Asked]] = {}
     for a in asked:
         groups.setdefault(int(label_of[wording_key(a.question)]), []).append(a)

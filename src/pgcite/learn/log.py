@@ -146,7 +146,7 @@ class AnswerLog:
                         log_rows.prune(store, self._settings.answer_log_days)
                         next_prune = time.monotonic() + self.PRUNE_EVERY
                     log_rows.insert(store, entries)
-            except Exception as exc:  # the log must never take the server down with it
+            except Exception as exc:  # noqa: BLE001 -- the log must never take the server down with it
                 self._drop(len(entries), first_line(exc))
                 if store is not None:
                     store.close()

@@ -34,10 +34,6 @@ OFFTOPIC_QUANTILE = 0.99
 # hybrid score is multiplied by REFERENCE_GAP / gap, so the bundled model ranks as before and
 # another model's cosines weigh as much.
 REFERENCE_GAP = 0.45
-# ... and its off-topic median (0.16 to 0.24 on those sites): with these two, another model's
-# cosines are put on the bundled model's scale (Calibration.rescale) where a rule reads raw
-# cosines (the offline generator's units, the answer's support check).
-REFERENCE_OFFTOPIC = 0.2
 # Measured again when the chunk count has grown or shrunk by this share since.
 REMEASURE_CHANGE = 0.25
 
@@ -70,10 +66,6 @@ class Calibration:
     @property
     def vector_scale(self) -> float:
         return round(REFERENCE_GAP / self.gap, 4)
-
-    def rescale(self, cosine: float) -> float:
-        """A cosine of this model against this source, on the bundled model's scale."""
-        return REFERENCE_OFFTOPIC + (cosine - self.offtopic_median) * self.vector_scale
 
     def to_json(self) -> dict:
         return {**asdict(self), "bar": self.bar, "floor": self.floor, "vector_scale": self.vector_scale}
@@ -151,8 +143,3 @@ def refresh(store: Store, embedder: Embedder, source: str) -> Calibration | None
 
 def load(store: Store, source: str) -> Calibration | None:
     return Calibration.from_json(store.load_calibration(source))
-
-
-def same_scale(cosine: float) -> float:
-    """The rescale of a source never measured: its cosines are taken as they are."""
-    return cosine

@@ -176,7 +176,7 @@ def names_asked_about(embedder: Embedder, question: str, names: Sequence[str], v
     vectors = embedder.embed_queries([question, *rests])
     return [
         name
-        for name, vector in zip(names, vectors[1:])
+        for name, vector in zip(names, vectors[1:], strict=True)
         if (1.0 - float(vectors[0] @ vector)) * vector_scale >= NAME_SHIFT
     ]
 

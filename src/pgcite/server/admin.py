@@ -13,12 +13,12 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from pgcite.server import webhooks
 from pgcite.access import Caller, check_writes
 from pgcite.core import Pgcite
 from pgcite.errors import PgciteError
-from pgcite.server.jobs import Job, Jobs
 from pgcite.ingest.sync import parse_interval
+from pgcite.server import webhooks
+from pgcite.server.jobs import Job, Jobs
 
 ZIP_MAGIC = b"PK\x03\x04"
 

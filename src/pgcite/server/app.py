@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Literal
 
 import anyio
@@ -17,22 +16,25 @@ import anyio.to_thread
 import psycopg
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.concurrency import iterate_in_threadpool
 from starlette.exceptions import HTTPException
 
 from pgcite import shapes
-
-from pgcite.server import webhooks
 from pgcite.access import Caller
 from pgcite.answer.flow import Answer
-from pgcite.learn.log import Origin
 from pgcite.core import Pgcite
 from pgcite.errors import PgciteError, first_line
-from pgcite.server.limits import BodyLimit, RateLimit, RateLimited
-from pgcite.server.jobs import Jobs
+from pgcite.learn.log import Origin
 from pgcite.retrieval.search import MAX_K
+from pgcite.server import webhooks
+from pgcite.server.admin import add_admin_routes
+from pgcite.server.chat import add_chat_routes
+from pgcite.server.jobs import Jobs
+from pgcite.server.limits import BodyLimit, RateLimit, RateLimited
+from pgcite.server.log import add_log_routes
+from pgcite.server.streams import error_body, event_stream, guarded, sse
+from pgcite.server.web import add_web_routes
 from pgcite.store import SEARCH_MODES
 from pgcite.vocabulary import Delta, SearchFilter, Sources
 
@@ -43,10 +45,6 @@ PAGE_HEADER = "x-pgcite-client"  # the web page sends "page", so the log tells i
 Mode = Literal[SEARCH_MODES]  # type: ignore[valid-type]  # "vector" | "text" | "hybrid"
 
 
-def error_body(message: str, kind: str) -> dict:
-    return {"error": {"message": message, "type": kind, "code": kind}}
-
-
 def _error(status: int, message: str, kind: str) -> JSONResponse:
     return JSONResponse(error_body(message, kind), status_code=status)
 
@@ -55,10 +53,6 @@ def _one_line_validation(exc: RequestValidationError) -> str:
     first = exc.errors()[0] if exc.errors() else {}
     where = ".".join(str(p) for p in first.get("loc", ()) if isinstance(p, str) and p not in ("body", "query"))
     return f"{where or 'request body'}: {first.get('msg', 'invalid')}".replace("\n", " ")
-
-
-def sse(event: str, data: dict) -> str:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
 class AskRequest(BaseModel):
@@ -75,11 +69,6 @@ class AskRequest(BaseModel):
 
 
 def create_app(core: Pgcite) -> FastAPI:
-    from pgcite.server.admin import add_admin_routes
-    from pgcite.server.chat import add_chat_routes
-    from pgcite.server.log import add_log_routes
-    from pgcite.server.web import add_web_routes
-
     jobs = Jobs(core)
     limit = RateLimit(core.settings.serve_rate_limit)
 
@@ -216,6 +205,7 @@ def create_app(core: Pgcite) -> FastAPI:
         )
         if not body.stream:
             *_, answer = events
+            assert isinstance(answer, Answer)
             return shapes.answer(answer)
         first = next(events)  # bad input and a database that is down fail here, with their status
 
@@ -231,43 +221,6 @@ def create_app(core: Pgcite) -> FastAPI:
     add_log_routes(app, core, read_access, write_access)
     add_web_routes(app)
     return app
-
-
-_STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-
-
-def guarded(
-    frames: Iterator[str], events: Iterator, error_frame: Callable[[dict], str], last: str = ""
-) -> Iterator[str]:
-    """`frames`, then `last`; a failure mid-stream (the status line is gone by then) becomes one
-    error frame before `last`. The answer's `events` are closed however the stream ends."""
-    try:
-        yield from frames
-    except PgciteError as exc:
-        yield error_frame(error_body(str(exc), exc.kind))
-    except Exception as exc:
-        log.exception("stream failed")
-        yield error_frame(error_body(f"internal error ({exc.__class__.__name__})", "internal"))
-    finally:
-        events.close()
-    if last:
-        yield last
-
-
-def event_stream(frames: Iterator[str]) -> StreamingResponse:
-    """Stream a generator's frames from worker threads. When the client hangs up, the generator
-    is closed as soon as its current step ends: that closes the answer's events, and with them
-    the request to the chat model, so no more is generated for nobody."""
-
-    async def body():
-        try:
-            async for frame in iterate_in_threadpool(frames):
-                yield frame
-        finally:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(frames.close)
-
-    return StreamingResponse(body(), media_type="text/event-stream", headers=_STREAM_HEADERS)
 
 
 def _ask_event(event) -> str:

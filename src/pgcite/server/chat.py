@@ -20,10 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from pgcite import shapes
 from pgcite.access import Caller
 from pgcite.answer.flow import Answer
-from pgcite.learn.log import Origin
+from pgcite.answer.generation import ChatGenerator
 from pgcite.core import Pgcite
 from pgcite.errors import PgciteError
-from pgcite.answer.generation import ChatGenerator
+from pgcite.learn.log import Origin
+from pgcite.server.streams import event_stream, guarded
 from pgcite.vocabulary import Delta, SearchFilter
 
 MODEL = "pgcite"
@@ -140,8 +141,6 @@ def _usage(answer: Answer) -> dict:
 
 
 def add_chat_routes(app: FastAPI, core: Pgcite, read_access: Callable[..., Caller]) -> None:
-    from pgcite.server.app import event_stream, guarded
-
     @app.get("/v1/models")
     def models(caller: Caller = Depends(read_access)) -> dict:
         ids = [MODEL, *(f"{MODEL}:{s.name}" for s in core.sources(caller.sources))]
@@ -168,6 +167,7 @@ def add_chat_routes(app: FastAPI, core: Pgcite, read_access: Callable[..., Calle
         head = {"id": ident, "created": created, "model": body.model}
         if not body.stream:
             *_, answer = events
+            assert isinstance(answer, Answer)
             content, annotations = content_and_annotations(answer.text, answer, body.pgcite_sources_in_content)
             return {
                 **head,

@@ -21,7 +21,7 @@ from pathlib import Path
 from pgcite.core import Pgcite
 from pgcite.embedding.models import Embedder, make_embedder
 from pgcite.errors import PgciteError
-from pgcite.ingest.flow import IngestReport, Progress
+from pgcite.ingest.report import IngestReport, Progress
 from pgcite.store import sync_rows
 
 log = logging.getLogger("pgcite.server.jobs")
@@ -157,7 +157,7 @@ class Jobs:
             job.summary, job.state = report.summary(), "done"
         except PgciteError as exc:
             job.error, job.state = str(exc), "failed"
-        except Exception as exc:  # a job never takes the server down; the state says what happened
+        except Exception as exc:  # noqa: BLE001 - a job never takes the server down; the state says what happened
             job.error, job.state = f"internal error ({exc.__class__.__name__}: {exc})", "failed"
         finally:
             job.finished_at = time.time()

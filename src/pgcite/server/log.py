@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pgcite import shapes
 from pgcite.access import Caller
-from pgcite.learn.log import parse_since
 from pgcite.core import Pgcite
+from pgcite.learn.log import parse_since
 
 MAX_COMMENT_CHARS = 2000
 

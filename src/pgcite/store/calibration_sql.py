@@ -8,10 +8,11 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from pgcite.store import search_sql
+from pgcite.store.scalar import scalar
 
 
 def chunk_count(conn: psycopg.Connection, source: str) -> int:
-    return conn.execute("SELECT count(*) FROM chunks WHERE source = %s AND in_default_version", (source,)).fetchone()[0]
+    return scalar(conn, "SELECT count(*) FROM chunks WHERE source = %s AND in_default_version", (source,))
 
 
 def sample_headings(conn: psycopg.Connection, source: str, limit: int) -> list[tuple[str, str]]:

@@ -1,86 +1,37 @@
-"""All SQL lives here: connecting, migrations, writes of one document in one transaction, search."""
+"""A pgcite database: connecting, migrations and the embedding model it is bound to. The Store object
+carries the connection; the SQL of documents, indexes, search and calibration lives in the *_sql modules."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import weakref
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from collections.abc import Sequence
 
 import numpy as np
 import psycopg
-from pgvector import HalfVector
 from pgvector.psycopg import register_vector
 from psycopg import errors as pgerrors
-from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.types.json import Jsonb
 
 from pgcite.config import Settings
 from pgcite.errors import ModelMismatchError, StoreError
-from pgcite.vocabulary import SearchFilter, SearchHit
-from pgcite.store import calibration_sql, search_sql, server
+from pgcite.store import calibration_sql, documents_sql, index_sql, search_sql, server
+from pgcite.store.documents_sql import ChunkRow, SourceInfo, StoredFile
+from pgcite.store.scalar import scalar
 from pgcite.store.schema import MIGRATIONS
+from pgcite.vocabulary import SearchFilter, SearchHit
 
 READER_ROLE = "pgcite_reader"
 MAX_INDEXED_DIMENSION = 4000  # pgvector HNSW on the halfvec type
 PGVECTOR_NEEDED = (0, 8)  # halfvec (0.7) and iterative index scans (0.8)
-# Candidates per insert while the HNSW graph is built (pgvector's default is 64): a better graph, so
-# at a million vectors ef_search 800 finds 0.957 of the exact top 10 instead of 0.878, for 4.6 times
-# the build (docs/storage.md, "Vectors at a million"). Also in schema migration 10.
-HNSW_EF_CONSTRUCTION = 512
 # The same model gives the fingerprint texts the same vectors to about 1e-6 (a server computing in
 # half precision to about 1e-3); another model's are far off.
 FINGERPRINT_MATCH = 0.99
 
-
-@dataclass(frozen=True)
-class ChunkRow:
-    id: str
-    ord: int
-    heading: str
-    heading_path: tuple[str, ...]
-    breadcrumb: str
-    anchor: str | None
-    url: str
-    content: str
-    tokens: int
-    embed_hash: bytes
-    embedding: np.ndarray
-    flags: tuple[str, ...] = ()
-
-
 # The recorded model, per connection: it never changes once recorded, and reading it cost two
 # queries a question (a search is one round trip, search_sql.py).
 _RECORDED_MODEL: weakref.WeakKeyDictionary[psycopg.Connection, tuple[str, int]] = weakref.WeakKeyDictionary()
-
-
-@dataclass(frozen=True)
-class SourceInfo:
-    name: str
-    location: str
-    base_url: str
-    documents: int
-    chunks: int
-    updated_at: str
-    site: str = ""
-    default_version: str = ""
-    versions: tuple[str, ...] = ()
-    options: dict = field(default_factory=dict)  # the ingest's arguments, for a sync (sync_rows.py)
-    sync_interval: int | None = None  # seconds between scheduled syncs; None: no schedule
-    synced_at: str = ""
-    last_sync: dict | None = None  # sync_rows.record: trigger, seconds, counts, what changed, error
-    calibration: dict | None = None  # calibration.Calibration.to_json: the bar measured for its model
-
-
-class StoredFile(NamedTuple):
-    checksum: str  # ingest.processing_checksum
-    includes: tuple[str, ...]
-    stamp: str  # the listing's stamp of the file when it was read (sources.py)
-    file_checksum: str  # sha256 of the file's bytes
 
 
 def _where(dsn: str) -> str:
@@ -172,9 +123,9 @@ class Store:
     # --- schema -----------------------------------------------------------------------------
 
     def _schema_version(self) -> int:
-        if not self.conn.execute("SELECT to_regclass('pgcite_schema') IS NOT NULL").fetchone()[0]:
+        if not scalar(self.conn, "SELECT to_regclass('pgcite_schema') IS NOT NULL"):
             return 0
-        return self.conn.execute("SELECT coalesce(max(version), 0) FROM pgcite_schema").fetchone()[0]
+        return scalar(self.conn, "SELECT coalesce(max(version), 0) FROM pgcite_schema")
 
     def schema_current(self) -> bool:
         return self._schema_version() == len(MIGRATIONS)
@@ -224,6 +175,11 @@ class Store:
                 "ALTER EXTENSION vector UPDATE in the database"
             )
 
+    def server_versions(self) -> tuple[str, str]:
+        pg = scalar(self.conn, "SHOW server_version")
+        vector = scalar(self.conn, "SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        return pg, vector
+
     def _grant_reader(self) -> None:
         """A NOLOGIN role that may only SELECT: the query path runs as it. Best effort: a role
         without CREATEROLE still works, with read-only transactions alone."""
@@ -244,7 +200,7 @@ class Store:
     def stored_model(self) -> tuple[str, int] | None:
         if (recorded := _RECORDED_MODEL.get(self.conn)) is not None:
             return recorded
-        rows = dict(
+        rows: dict[str, str] = dict(
             self.conn.execute(
                 "SELECT key, value FROM pgcite_settings WHERE key IN ('embedding_model', 'embedding_dimension')"
             ).fetchall()
@@ -267,7 +223,8 @@ class Store:
             stored = self.stored_model()
             if stored is None:
                 self.conn.execute(
-                    "INSERT INTO pgcite_settings (key, value) VALUES ('embedding_model', %s), ('embedding_dimension', %s)",
+                    "INSERT INTO pgcite_settings (key, value) "
+                    "VALUES ('embedding_model', %s), ('embedding_dimension', %s)",
                     (model, str(dimension)),
                 )
                 # The dimension is an integer we computed, not user text: safe to format.
@@ -295,8 +252,8 @@ class Store:
             asked = f"{model}" + (f" ({dimension} dims)" if dimension is not None else "")
             raise ModelMismatchError(
                 f"the database holds vectors of {stored_model} ({stored_dim} dims) but pgcite is set to use {asked}; "
-                f"set PGCITE_EMBEDDING_MODEL={stored_model}, or use a fresh database (PGCITE_HOME / PGCITE_DATABASE_URL) "
-                "and re-ingest"
+                f"set PGCITE_EMBEDDING_MODEL={stored_model}, or use a fresh database "
+                "(PGCITE_HOME / PGCITE_DATABASE_URL) and re-ingest"
             )
 
     def check_fingerprint(self, model: str, vectors: np.ndarray, *, record: bool = False) -> None:
@@ -324,7 +281,7 @@ class Store:
                 "was built with, or use a fresh database (PGCITE_HOME / PGCITE_DATABASE_URL) and re-ingest"
             )
 
-    # --- sources and documents --------------------------------------------------------------
+    # --- sources and documents (documents_sql.py) ----------------------------------------------
 
     def upsert_source(
         self,
@@ -337,70 +294,21 @@ class Store:
         default_version: str | None = None,
         options: dict | None = None,
     ) -> tuple[str, str] | None:
-        """Create or update a source; returns its previous (base URL, version), None when new.
-        options: the ingest's arguments, kept for a sync."""
-        default = version if default_version is None else default_version
-        with self.conn.transaction():
-            previous = self.conn.execute(
-                "SELECT base_url, version FROM sources WHERE name = %s FOR UPDATE", (name,)
-            ).fetchone()
-            self.conn.execute(
-                """INSERT INTO sources (name, location, base_url, version, site, default_version, options)
-                   VALUES (%s, %s, %s, %s, %s, %s, %s)
-                   ON CONFLICT (name) DO UPDATE
-                   SET location = excluded.location, base_url = excluded.base_url, version = excluded.version,
-                       site = excluded.site, default_version = excluded.default_version, options = excluded.options,
-                       updated_at = now()""",
-                (name, location, base_url, version, site, default, Jsonb(options or {})),
-            )
-            self.conn.execute(
-                "UPDATE chunks SET in_default_version = (version = %(d)s) "
-                "WHERE source = %(n)s AND in_default_version <> (version = %(d)s)",
-                {"d": default, "n": name},
-            )
-        return (previous[0], previous[1]) if previous else None
+        return documents_sql.upsert_source(
+            self.conn, name, location, base_url, version, site=site, default_version=default_version, options=options
+        )
 
-    @contextlib.contextmanager
-    def source_lock(self, name: str) -> Iterator[None]:
-        """Serialise ingests of one source across processes (the second waits, then finds the
-        work done)."""
-        self.conn.execute("SELECT pg_advisory_lock(hashtextextended('pgcite:source:' || %s, 0))", (name,))
-        try:
-            yield
-        finally:
-            if self.conn.info.transaction_status == pq.TransactionStatus.IDLE:
-                self.conn.execute("SELECT pg_advisory_unlock(hashtextextended('pgcite:source:' || %s, 0))", (name,))
-            else:  # left mid-command (Ctrl-C): the lock goes with the session
-                self.conn.close()
+    def source_lock(self, name: str) -> contextlib.AbstractContextManager[None]:
+        return documents_sql.source_lock(self.conn, name)
 
     def stored_files(self, source: str) -> dict[str, StoredFile]:
-        rows = self.conn.execute(
-            "SELECT path, checksum, includes, stamp, file_checksum FROM documents WHERE source = %s", (source,)
-        )
-        return {
-            path: StoredFile(checksum, tuple(includes), stamp, file_checksum)
-            for path, checksum, includes, stamp, file_checksum in rows
-        }
+        return documents_sql.stored_files(self.conn, source)
 
     def restamp(self, source: str, stamps: dict[str, tuple[str, str]]) -> None:
-        """path -> (stamp, file checksum) of files read again and found the same (touched, or
-        stored before stamps were kept): the next scan skips them."""
-        if stamps:
-            with self.conn.transaction(), self.conn.cursor() as cur:
-                cur.executemany(
-                    "UPDATE documents SET stamp = %s, file_checksum = %s WHERE source = %s AND path = %s",
-                    [(stamp, file_checksum, source, path) for path, (stamp, file_checksum) in stamps.items()],
-                )
+        documents_sql.restamp(self.conn, source, stamps)
 
     def cached_embeddings(self, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
-        """Vectors already stored for these texts (any document): the embedding cache."""
-        if not hashes:
-            return {}
-        rows = self.conn.execute(
-            "SELECT DISTINCT ON (embed_hash) embed_hash, embedding FROM chunks WHERE embed_hash = ANY(%s)",
-            (list(hashes),),
-        ).fetchall()
-        return {bytes(h): v.to_numpy().astype(np.float32) for h, v in rows}
+        return documents_sql.cached_embeddings(self.conn, hashes)
 
     def replace_document(
         self,
@@ -416,170 +324,41 @@ class Store:
         stamp: str = "",
         file_checksum: str = "",
     ) -> None:
-        """Insert or replace one document and all its chunks, atomically."""
-        with self.conn.transaction():
-            self._statistics_now_stale()
-            (doc_id,) = self.conn.execute(
-                """INSERT INTO documents (source, path, title, url, checksum, version, kind, includes, stamp,
-                                          file_checksum)
-                   VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-                   ON CONFLICT (source, path) DO UPDATE
-                   SET title = excluded.title, url = excluded.url, checksum = excluded.checksum,
-                       version = excluded.version, kind = excluded.kind, includes = excluded.includes,
-                       stamp = excluded.stamp, file_checksum = excluded.file_checksum, ingested_at = now()
-                   RETURNING id""",
-                (source, path, title, url, checksum, version, kind, list(includes), stamp, file_checksum),
-            ).fetchone()
-            self.conn.execute("DELETE FROM chunks WHERE document_id = %s", (doc_id,))
-            with self.conn.cursor().copy(
-                """COPY chunks (id, document_id, source, path, version, ord, heading, heading_path, breadcrumb,
-                                anchor, url, content, tokens, embed_hash, embedding, flags)
-                   FROM STDIN WITH (FORMAT BINARY)"""
-            ) as copy:
-                copy.set_types(
-                    [
-                        "text",
-                        "int8",
-                        "text",
-                        "text",
-                        "text",
-                        "int4",
-                        "text",
-                        "text[]",
-                        "text",
-                        "text",
-                        "text",
-                        "text",
-                        "int4",
-                        "bytea",
-                        "halfvec",
-                        "text[]",
-                    ]
-                )
-                for c in chunks:
-                    copy.write_row(
-                        [
-                            c.id,
-                            doc_id,
-                            source,
-                            path,
-                            version,
-                            c.ord,
-                            c.heading,
-                            list(c.heading_path),
-                            c.breadcrumb,
-                            c.anchor,
-                            c.url,
-                            c.content,
-                            c.tokens,
-                            c.embed_hash,
-                            HalfVector(c.embedding),
-                            list(c.flags),
-                        ]
-                    )
-            self.conn.execute(
-                "UPDATE chunks SET in_default_version = false WHERE document_id = %s AND version <> "
-                "(SELECT default_version FROM sources WHERE name = %s)",
-                (doc_id, source),
-            )
-            # The page prior's vector (search_sql.PAGE_WEIGHT), kept so a search reads one row a page.
-            self.conn.execute(
-                "UPDATE documents SET page_embedding = (SELECT avg(embedding) FROM chunks "
-                "WHERE document_id = %s) WHERE id = %s",
-                (doc_id, doc_id),
-            )
+        documents_sql.replace_document(
+            self.conn, source, path, title, url, checksum, chunks, version, kind, includes, stamp, file_checksum
+        )
 
     def delete_documents(self, source: str, paths: Sequence[str]) -> int:
-        if not paths:
-            return 0
-        with self.conn.transaction():
-            self._statistics_now_stale()
-            cur = self.conn.execute("DELETE FROM documents WHERE source = %s AND path = ANY(%s)", (source, list(paths)))
-            return cur.rowcount
+        return documents_sql.delete_documents(self.conn, source, paths)
 
     def remove_source(self, name: str) -> bool:
-        with self.conn.transaction():
-            removed = self.conn.execute("DELETE FROM sources WHERE name = %s", (name,)).rowcount > 0
-        if removed:  # its words no longer count in BM25
-            self.refresh_statistics()
-        return removed
+        return documents_sql.remove_source(self.conn, name)
 
     def list_sources(self) -> list[SourceInfo]:
-        rows = self.conn.execute(
-            """SELECT s.name, s.location, s.base_url,
-                      (SELECT count(*) FROM documents d WHERE d.source = s.name),
-                      (SELECT count(*) FROM chunks c WHERE c.source = s.name),
-                      to_char(s.updated_at, 'YYYY-MM-DD HH24:MI:SS'), s.site, s.default_version,
-                      ARRAY(SELECT DISTINCT d.version FROM documents d WHERE d.source = s.name ORDER BY 1),
-                      s.options, extract(epoch FROM s.sync_interval)::int,
-                      coalesce(to_char(s.synced_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'), ''), s.last_sync,
-                      s.calibration
-               FROM sources s ORDER BY s.name"""
-        ).fetchall()
-        return [
-            SourceInfo(
-                *row[:8],
-                versions=tuple(row[8]),
-                options=row[9],
-                sync_interval=row[10],
-                synced_at=row[11],
-                last_sync=row[12],
-                calibration=row[13],
-            )
-            for row in rows
-        ]
+        return documents_sql.list_sources(self.conn)
 
-    def has_chunks(self) -> bool:  # without counting a million rows
-        return self.conn.execute("SELECT EXISTS (SELECT FROM chunks)").fetchone()[0]
+    # --- the vector index and BM25's statistics (index_sql.py) -------------------------------
+
+    def has_chunks(self) -> bool:
+        return index_sql.has_chunks(self.conn)
 
     def chunk_count(self) -> int:
-        return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-
-    def server_versions(self) -> tuple[str, str]:
-        pg = self.conn.execute("SHOW server_version").fetchone()[0]
-        vector = self.conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
-        return pg, vector
-
-    # --- the vector index -------------------------------------------------------------------
-
-    VECTOR_INDEX = "chunks_embedding_hnsw"
+        return index_sql.chunk_count(self.conn)
 
     def has_vector_index(self) -> bool:
-        return self.conn.execute("SELECT to_regclass(%s) IS NOT NULL", (self.VECTOR_INDEX,)).fetchone()[0]
+        return index_sql.has_vector_index(self.conn)
 
     def drop_vector_index(self) -> None:
-        """Before a bulk load: COPY into an HNSW-indexed table is ~100x slower than building after."""
-        self.conn.execute(f"DROP INDEX IF EXISTS {self.VECTOR_INDEX}")
+        index_sql.drop_vector_index(self.conn)
 
     def refresh_indexes(self) -> None:
-        """After an ingest: build the HNSW index if it is missing; refresh BM25's statistics if chunks
-        were written or removed since they last were (by this ingest, or by one killed before it got here)."""
-        if (model := self.stored_model()) is not None and not self.has_vector_index():
-            self.conn.execute(f"SET maintenance_work_mem = '{index_build_memory(self.chunk_count(), model[1])}MB'")
-            self.conn.execute(
-                f"CREATE INDEX IF NOT EXISTS {self.VECTOR_INDEX} ON chunks "
-                f"USING hnsw (embedding halfvec_cosine_ops) WITH (ef_construction = {HNSW_EF_CONSTRUCTION})"
-            )
-            self.conn.execute("RESET maintenance_work_mem")
-        if self.statistics_stale():
-            self.refresh_statistics()
+        index_sql.refresh_indexes(self.conn, self.stored_model())
 
     def refresh_statistics(self) -> None:
-        """BM25's statistics (materialized views) from the chunks stored now."""
-        # The flag goes first: a write committed after it sets it again, and is refreshed next time.
-        self.conn.execute("DELETE FROM pgcite_settings WHERE key = 'statistics_stale'")
-        self.conn.execute("REFRESH MATERIALIZED VIEW lexeme_idf")
-        self.conn.execute("REFRESH MATERIALIZED VIEW source_stats")
+        index_sql.refresh_statistics(self.conn)
 
     def statistics_stale(self) -> bool:
-        return self.conn.execute(
-            "SELECT EXISTS (SELECT FROM pgcite_settings WHERE key = 'statistics_stale')"
-        ).fetchone()[0]
-
-    def _statistics_now_stale(self) -> None:
-        self.conn.execute(
-            "INSERT INTO pgcite_settings (key, value) VALUES ('statistics_stale', 'true') ON CONFLICT (key) DO NOTHING"
-        )
+        return index_sql.statistics_stale(self.conn)
 
     # --- search -----------------------------------------------------------------------------
 
@@ -607,15 +386,3 @@ class Store:
 
     def load_calibration(self, source: str) -> dict | None:
         return calibration_sql.load(self.conn, source)
-
-
-def index_build_memory(rows: int, dimension: int) -> int:
-    """Megabytes of maintenance_work_mem for building the HNSW index over `rows` vectors: the whole
-    graph in memory (a half-precision vector and its neighbour lists, about 2 * dimension + 700
-    bytes a row, a quarter more for margin), from 256 MB to 4 GB. A graph that outgrows it still
-    builds, many times slower (docs/storage.md, "Vectors at a million")."""
-    return max(256, min(4096, round(rows * (2 * dimension + 700) * 1.25 / 2**20)))
-
-
-def embed_hash(model: str, text: str) -> bytes:
-    return hashlib.sha256(f"{model}\0{text}".encode()).digest()

@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 
 from pgcite.errors import PgciteError
 from pgcite.store.database import Store
+from pgcite.store.scalar import scalar
 
 RATINGS = ("up", "down")
 _VISIBLE = "(%(allowed)s::text[] IS NULL OR (scope IS NOT NULL AND scope <@ %(allowed)s::text[]))"
@@ -50,7 +51,7 @@ _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM answer_log"
 
 
 def _entry(row: tuple) -> LogEntry:
-    values = dict(zip(_COLUMNS, row))
+    values = dict(zip(_COLUMNS, row, strict=True))
     values["id"] = str(values["id"])
     values["scope"] = tuple(values["scope"]) if values["scope"] is not None else None
     return LogEntry(**values)
@@ -154,7 +155,7 @@ def prune(store: Store, days: int) -> int:
 
 
 def count(store: Store) -> int:
-    return store.conn.execute("SELECT count(*) FROM answer_log").fetchone()[0]
+    return scalar(store.conn, "SELECT count(*) FROM answer_log")
 
 
 def _list(values: Sequence[str] | None) -> list[str] | None:

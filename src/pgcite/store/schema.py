@@ -179,11 +179,11 @@ MIGRATIONS: list[str] = [
         IF dimension IS NOT NULL THEN
             DROP INDEX IF EXISTS chunks_embedding_hnsw;
             EXECUTE format('ALTER TABLE chunks ALTER COLUMN embedding TYPE halfvec(%s)', dimension);
-            -- as Store.refresh_indexes sizes it (database.index_build_memory)
+            -- as Store.refresh_indexes sizes it (index_sql.index_build_memory)
             PERFORM set_config('maintenance_work_mem', greatest(256, least(4096, round(
                 (SELECT count(*) FROM chunks) * (2 * dimension + 700) * 1.25 / 1048576)))::int || 'MB', true);
             CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding halfvec_cosine_ops)
-                WITH (ef_construction = 512);  -- database.HNSW_EF_CONSTRUCTION
+                WITH (ef_construction = 512);  -- index_sql.HNSW_EF_CONSTRUCTION
         END IF;
     END $$;
     """,

@@ -93,9 +93,10 @@ def search(
     for every candidate. BM25 statistics are those of the chunk's own source. Every hit carries
     its cosine distance, and the relevance bar applies to it in every mode: max_distance when
     given, else with `calibrated` each source's own (calibration.py: `bar_key` "bar", or "floor"
-    for where nothing is close; `default_bar` for a source never calibrated); with `word_match`, a chunk that holds more of the question's words passes
-    at a larger distance. Each source's cosine term is multiplied by its calibrated vector scale.
-    Without a version filter, each source answers from its default version. With
+    for where nothing is close; `default_bar` for a source never calibrated); with `word_match`, a
+    chunk that holds more of the question's words passes at a larger distance. Each source's
+    cosine term is multiplied by its calibrated vector scale. Without a version filter, each
+    source answers from its default version. With
     `demote_changelogs`, release notes' rank scores are multiplied by CHANGELOG_FACTOR.
 
     Iterative index scans keep filtered searches from silently returning fewer than k rows;
@@ -281,7 +282,8 @@ CROSS JOIN LATERAL (SELECT c.embedding <=> %(q)s AS distance) v
 CROSS JOIN LATERAL (SELECT coalesce(k.matched_weight / nullif(qw.weight, 0), 0) AS coverage) w
 -- The source's calibration (calibration.py): its bar, and how its model's cosines weigh.
 LEFT JOIN sources src ON src.name = c.source
-CROSS JOIN LATERAL (SELECT coalesce(%(max_distance)s::float8, (src.calibration->>%(bar_key)s)::float8, %(default_bar)s) AS bar,
+CROSS JOIN LATERAL (SELECT coalesce(%(max_distance)s::float8, (src.calibration->>%(bar_key)s)::float8,
+                                    %(default_bar)s) AS bar,
                            coalesce((src.calibration->>'vector_scale')::float8, 1) AS vector_scale) b
 WHERE NOT %(barred)s
    OR v.distance <= b.bar + %(slack)s::float8 / b.vector_scale * least(1, w.coverage / %(min_coverage)s::float8)

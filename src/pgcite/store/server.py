@@ -5,6 +5,7 @@ exits (so the next one connects at once) until `pgcite stop`."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 from pathlib import Path
@@ -69,7 +70,7 @@ def start(home: Path) -> str:
                 ep.PostgresServer._instances.pop(pgdata.resolve(), None)
         server = ep.get_server(pgdata, cleanup_mode=None)
         admin_uri = server.get_uri()
-    except Exception as exc:  # the wheel raises bare CalledProcessError / AssertionError
+    except Exception as exc:  # noqa: BLE001 -- the wheel raises bare CalledProcessError / AssertionError
         log = pgdata / "log"
         raise StoreError(
             f"the embedded PostgreSQL under {pgdata} did not start ({exc.__class__.__name__}); "
@@ -86,12 +87,10 @@ def _ensure_database(admin_uri: str) -> None:
     with psycopg.connect(admin_uri, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone()
         if not exists:
-            try:
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
-            # Another pgcite process created it first: it says so, or, when both inserted into
+            # Another pgcite process may create it first: it says so, or, when both insert into
             # pg_database at the same moment, the catalog's unique index does.
-            except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
-                pass
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
 
 
 def running_pid(home: Path) -> int | None:

@@ -3,20 +3,36 @@ changed, and how often the server syncs it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence, Sized
+from typing import Protocol
 
 from psycopg.types.json import Jsonb
 
 from pgcite.store.database import Store
 
-if TYPE_CHECKING:
-    from pgcite.ingest.flow import IngestReport
-
 PATHS_KEPT = 50  # changed paths recorded per kind; the counts are always whole
 
 
+class PassReport(Protocol):
+    """What a pass's record reads of its report (the ingest's IngestReport), so the store needs
+    nothing of the ingest. Read-only, so that any report with these fields fits."""
+
+    @property
+    def new(self) -> int: ...
+    @property
+    def changed(self) -> int: ...
+    @property
+    def removed(self) -> int: ...
+    @property
+    def unchanged(self) -> int: ...
+    @property
+    def skipped(self) -> Sized: ...
+    @property
+    def paths(self) -> Mapping[str, Sequence[str]]: ...
+
+
 def record(
-    store: Store, name: str, *, trigger: str, seconds: float, report: IngestReport | None = None, error: str = ""
+    store: Store, name: str, *, trigger: str, seconds: float, report: PassReport | None = None, error: str = ""
 ) -> None:
     """The outcome of a pass over source `name` (a failed one has `error` and no report)."""
     last: dict = {"trigger": trigger, "seconds": round(seconds, 3), "error": error}

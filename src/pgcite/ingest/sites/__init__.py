@@ -8,7 +8,7 @@ from __future__ import annotations
 import posixpath
 
 from pgcite.errors import SourceError
-from pgcite.ingest.sources import FolderSource, Source
+from pgcite.ingest.folder import FolderSource
 from pgcite.ingest.sites.base import Files, Page, Site, join_url
 from pgcite.ingest.sites.docusaurus import Docusaurus
 from pgcite.ingest.sites.hugo import Hugo
@@ -17,6 +17,7 @@ from pgcite.ingest.sites.mkdocs import MkDocs
 from pgcite.ingest.sites.plain import Plain
 from pgcite.ingest.sites.starlight import Starlight
 from pgcite.ingest.sites.vitepress import VitePress
+from pgcite.ingest.sources import Source
 
 __all__ = ["SITES", "Page", "Site", "detect", "join_url"]
 

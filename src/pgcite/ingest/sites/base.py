@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pgcite.ingest.markdown import PLAIN, Dialect, ParsedDocument, parse_body, split_front_matter
-from pgcite.ingest.sources import Document, Source
 from pgcite.ingest.sites.changelog import is_changelog
+from pgcite.ingest.sources import Document, Source
 
 __all__ = ["Files", "Includes", "Page", "Site", "join_url"]
 

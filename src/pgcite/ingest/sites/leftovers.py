@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from pgcite.ingest import markup
+from pgcite.ingest.tags import is_markup
 
 __all__ = ["PATTERNS", "leftovers"]
 
@@ -45,8 +46,6 @@ def leftovers(text: str, *, heading: bool = False) -> list[str]:
     prose = text if heading else _prose(text)
     names = ("attribute list", "mkdocs block", "container fence", "html comment") if heading else PATTERNS
     found = [name for name in names if PATTERNS[name].search(prose)]
-    if "html or jsx tag" in found and not any(
-        markup.is_markup(m.group(1), jsx=False) for m in _TAG_NAME.finditer(prose)
-    ):
+    if "html or jsx tag" in found and not any(is_markup(m.group(1), jsx=False) for m in _TAG_NAME.finditer(prose)):
         found.remove("html or jsx tag")
     return found

@@ -15,6 +15,7 @@ from pgcite.ingest import markup
 from pgcite.ingest.anchors import GITHUB
 from pgcite.ingest.markdown import Dialect, split_front_matter
 from pgcite.ingest.sites.base import Includes, code_fence, language_of
+from pgcite.ingest.tags import iter_tags
 
 __all__ = ["MDX", "MdxPages", "prepare_mdx"]
 
@@ -110,7 +111,7 @@ def _inline_components(text: str, imports: _Imports, includes: Includes, depth: 
         return text
     out: list[str] = []
     pos = 0
-    tags = list(markup.iter_tags(text))
+    tags = list(iter_tags(text))
     skip_to = -1
     for index, tag in enumerate(tags):
         if tag.start < skip_to or tag.closing:

@@ -280,8 +280,9 @@ class MkDocs(Site):
             if content is None:
                 return ""
             if selector and not selector.replace(":", "").replace(",", "").isdigit():
+                name = re.escape(selector)
                 section = re.search(
-                    rf"--8<--[ \t]*\[start:{re.escape(selector)}\][^\n]*\n(.*?)^[^\n]*--8<--[ \t]*\[end:{re.escape(selector)}\]",
+                    rf"--8<--[ \t]*\[start:{name}\][^\n]*\n(.*?)^[^\n]*--8<--[ \t]*\[end:{name}\]",
                     content,
                     re.DOTALL | re.MULTILINE,
                 )

@@ -1,0 +1,124 @@
+"""`pgcite search` and `pgcite ask`: the query path on the terminal, sections found or an answer with
+its sources."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from pgcite.cli.common import ModeOption, _settings, out
+
+
+def search(
+    question: Annotated[str, typer.Argument(help="What you want to find.")],
+    k: Annotated[int, typer.Option("-k", help="How many sections to return.")] = 5,
+    source: Annotated[str | None, typer.Option("--source", help="Only this source.")] = None,
+    path: Annotated[str | None, typer.Option("--path", help="Only documents whose path starts with this.")] = None,
+    version: Annotated[str | None, typer.Option("--version", help="Only documents ingested with this label.")] = None,
+    mode: ModeOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+) -> None:
+    """Find the sections that best answer a question."""
+    from pgcite import shapes
+    from pgcite.core import Pgcite
+    from pgcite.vocabulary import SearchFilter
+
+    with Pgcite(_settings()) as app:
+        hits = app.search(
+            question, k=k, mode=mode, filters=SearchFilter(source=source, path_prefix=path, version=version)
+        )
+    if as_json:
+        print(json.dumps(shapes.search(question, hits), ensure_ascii=False))
+        return
+    if not hits:
+        out.print(
+            "No sections found." + (f" Is {source!r} an ingested source? See `pgcite sources`." if source else "")
+        )
+        return
+    for rank, hit in enumerate(hits, start=1):
+        # Document text is data: escape it so "[link](url)" is not read as console markup.
+        out.print(f"[bold]{rank}. {escape(hit.breadcrumb)}[/]  [dim](score {hit.score:.3f})[/]")
+        out.print(f"   [cyan]{escape(hit.url or hit.source + ':' + hit.path)}[/]")
+        preview = " ".join(hit.content.split())
+        out.print(f"   {escape(preview[:300])}{'…' if len(preview) > 300 else ''}\n")
+
+
+def _hit_line(hit) -> str:
+    return f"{escape(hit.breadcrumb)}  [cyan]{escape(hit.url or hit.path)}[/]  [dim]({hit.score:.2f})[/]"
+
+
+def ask(
+    question: Annotated[str, typer.Argument(help="Your question.")],
+    source: Annotated[str | None, typer.Option("--source", help="Only this source.")] = None,
+    path: Annotated[str | None, typer.Option("--path", help="Only documents whose path starts with this.")] = None,
+    version: Annotated[str | None, typer.Option("--version", help="Only documents ingested with this label.")] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold",
+            help="Relevance bar: the largest cosine distance a section may have (0.17 more for one holding most "
+            "of the question's words).",
+        ),
+    ] = None,
+    context: Annotated[int, typer.Option("--context", help="How many sections the generator is given at most.")] = 5,
+    include_flagged: Annotated[
+        bool,
+        typer.Option(
+            "--include-flagged",
+            help="Also use sections flagged at ingest (instructions to an AI, a stranger's site for credentials).",
+        ),
+    ] = False,
+    mode: ModeOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+) -> None:
+    """Answer from the documents only, citing \\[n] after each claim; or say "Not in the documents." """
+    from pgcite import shapes
+    from pgcite.answer.flow import Answer
+    from pgcite.core import Pgcite
+    from pgcite.learn.log import Origin
+    from pgcite.vocabulary import Delta, SearchFilter
+
+    with Pgcite(_settings()) as app:
+        answer = None
+        for event in app.ask_stream(
+            question,
+            threshold=threshold,
+            context=context,
+            mode=mode,
+            filters=SearchFilter(source=source, path_prefix=path, version=version, exclude_flagged=not include_flagged),
+            origin=Origin("cli"),
+        ):
+            if isinstance(event, Answer):
+                answer = event
+            elif isinstance(event, Delta) and not as_json:
+                out.print(escape(event.text), end="")
+    assert answer is not None
+    if as_json:
+        print(json.dumps(shapes.answer(answer), ensure_ascii=False))
+        return
+    out.print()
+    if answer.note:
+        out.print(f"[dim]({escape(answer.note)})[/]")
+    if answer.sources:
+        out.print("\n[bold]Sources[/]")
+        for p in answer.sources:
+            out.print(f"[{p.number}] {_hit_line(p.hit)}")
+    if answer.refused and answer.dropped:
+        out.print("\n[bold]Closest matches[/]")
+        for d in answer.dropped:
+            out.print(f"- {_hit_line(d.hit)}")
+    elif answer.dropped:
+        reasons: dict[str, int] = {}
+        for d in answer.dropped:
+            reasons[d.reason] = reasons.get(d.reason, 0) + 1
+        out.print(
+            f"[dim]{len(answer.dropped)} more sections passed the bar but were left out: "
+            + "; ".join(f"{n} {escape(r)}" for r, n in reasons.items())
+            + "[/]"
+        )
+    for warning in answer.checks.warnings():
+        out.print(f"[yellow]check:[/] {escape(warning)}")
+    out.print(f"[dim]answered by {escape(answer.generator)}[/]")

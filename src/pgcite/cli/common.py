@@ -1,0 +1,52 @@
+"""What every `pgcite` command shares: the two consoles, the settings, the --mode option, a source's
+default name and the relevance bar as people read it."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from pgcite.config import Settings, load_settings
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per message, also in a log
+
+
+def _settings() -> Settings:
+    return load_settings()
+
+
+def _search_mode(value: str | None) -> str | None:
+    from pgcite.store import SEARCH_MODES
+
+    if value is not None and value not in SEARCH_MODES:
+        raise typer.BadParameter(f"unknown search mode {value!r}; use one of {', '.join(SEARCH_MODES)}")
+    return value
+
+
+ModeOption = Annotated[
+    str | None,
+    typer.Option("--mode", callback=_search_mode, help="vector, text or hybrid (default: the search_mode setting)."),
+]
+
+
+def _default_source_name(location: str) -> str:
+    """`docs/` -> docs, `site.zip` -> site, `s3://bucket/team/docs` -> docs."""
+    trimmed = location.rstrip("/")
+    name = PurePosixPath(trimmed.split("://", 1)[-1]).name
+    return PurePosixPath(name).stem if name.endswith(".zip") else name or "docs"
+
+
+def _calibration(c: dict | None) -> str:
+    """The relevance bar measured for the source and its model (calibration.py)."""
+    if not c:
+        return "[dim]relevance bar not measured yet (the default 0.58 applies); the next ingest or sync measures it[/]"
+    return (
+        f"relevance bar {c['bar']:.3f} (cosine distance; off-topic questions score up to {c['offtopic_high']:.2f}, "
+        f"its own headings' questions {c['answered_median']:.2f}), vector scale {c['vector_scale']:.2f}; "
+        f"measured {c['measured_at']} UTC with {escape(c['model'])}"
+    )

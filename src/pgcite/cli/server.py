@@ -1,0 +1,65 @@
+"""`pgcite status`, `pgcite serve` and `pgcite stop`: what is stored where, the HTTP server, and the
+embedded PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from pgcite.cli.common import _calibration, _settings, err, out
+from pgcite.errors import PgciteError
+
+
+def status(as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False) -> None:
+    """Where the data lives, which model it was embedded with, and what is stored."""
+    from pgcite import shapes
+    from pgcite.core import Pgcite
+
+    with Pgcite(_settings()) as app:
+        st = app.status()
+    if as_json:
+        print(json.dumps(shapes.status(st, app.settings.answer_log), ensure_ascii=False))
+        return
+    out.print(f"database: {escape(st.database)} (PostgreSQL {st.postgres}, pgvector {st.pgvector})")
+    out.print("model:    " + (f"{st.model[0]} ({st.model[1]} dims)" if st.model else "none yet (nothing ingested)"))
+    out.print(
+        f"stored:   {len(st.sources)} sources, {sum(r.documents for r in st.sources)} documents, {st.chunks} chunks; "
+        f"vector index {'built' if st.vector_index else 'not built'}"
+    )
+    for r in st.sources:
+        out.print(f"  {escape(r.name)}: {_calibration(r.calibration)}")
+    settings = app.settings
+    kept = f"kept {settings.answer_log_days} days" if settings.answer_log_days > 0 else "kept for good"
+    out.print(
+        f"log:      {st.answers_logged} answers, {kept}"
+        if settings.answer_log
+        else f"log:      off (PGCITE_ANSWER_LOG); {st.answers_logged} answers from before"
+    )
+
+
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+) -> None:
+    """Serve the HTTP API (search, ask with streaming, OpenAI-compatible chat) until stopped."""
+    from pgcite.core import Pgcite
+    from pgcite.server.app import serve as run_server
+
+    with Pgcite(_settings()) as app:
+        err.print("loading the embedding model...")
+        app.warm_up()
+        run_server(app, host, port)
+
+
+def stop() -> None:
+    """Stop the embedded PostgreSQL server (the next command starts it again)."""
+    from pgcite.store import server
+
+    settings = _settings()
+    if settings.database_url:
+        raise PgciteError("PGCITE_DATABASE_URL is set: pgcite does not manage that server")
+    stopped = server.stop(settings.home)
+    out.print("stopped the embedded PostgreSQL" if stopped else "the embedded PostgreSQL was not running")

@@ -1,0 +1,45 @@
+"""From what the user typed (a folder path, a .zip file or s3://bucket/prefix) to the source that
+reads it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from pgcite.errors import SourceError
+from pgcite.ingest.folder import FolderSource
+from pgcite.ingest.s3 import S3Source
+from pgcite.ingest.sources import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, Limits, Source, one_line
+from pgcite.ingest.zipped import ZipSource
+
+__all__ = ["is_remote", "open_source"]
+
+
+def is_remote(location: str) -> bool:
+    """An S3 location rather than a path on this machine."""
+    return location.startswith("s3://")
+
+
+def open_source(
+    location: str,
+    *,
+    exclude: Sequence[str] = DEFAULT_EXCLUDE,
+    include: Sequence[str] = DEFAULT_INCLUDE,
+    limits: Limits = Limits(),
+    include_root: str | None = None,
+) -> Source:
+    """Pick the source type from what the user typed."""
+    kw: dict[str, Any] = {"exclude": exclude, "include": include, "limits": limits}
+    if is_remote(location):
+        return S3Source(location, **kw)
+    if location.lower().endswith(".zip") and os.path.isfile(location):
+        return ZipSource(location, **kw)
+    if os.path.isdir(location):
+        return FolderSource(location, include_root=include_root, **kw)
+    raise SourceError(
+        one_line(
+            f"no such folder, .zip file or s3:// location: {location}: "
+            "give a folder path, a .zip file or s3://bucket/prefix"
+        )
+    )

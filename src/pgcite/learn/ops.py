@@ -1,0 +1,117 @@
+"""The answer log's operations on the application object: reading, rating and confirming logged
+answers, and grouping the unanswered ones into what the docs are missing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pgcite.config import Settings
+from pgcite.embedding.models import Embedder
+from pgcite.errors import PgciteError
+from pgcite.learn.log import AnswerLog
+from pgcite.store import Store, log_rows
+from pgcite.store.log_rows import LogEntry
+from pgcite.vocabulary import SearchFilter, SearchHit
+
+if TYPE_CHECKING:
+    from pgcite.learn.gaps import Gap
+
+
+class LogOps:
+    """Mixed into core.Pgcite, which provides the parts declared here."""
+
+    settings: Settings
+    answer_log: AnswerLog | None
+
+    if TYPE_CHECKING:
+
+        @property
+        def embedder(self) -> Embedder: ...
+
+        def reader(self) -> AbstractContextManager[Store]: ...
+
+        def writer(self) -> AbstractContextManager[Store]: ...
+
+        def search(self, question: str, *, k: int = 5, filters: SearchFilter = SearchFilter()) -> list[SearchHit]: ...
+
+    def log_entries(
+        self,
+        *,
+        since: datetime | None = None,
+        refused: bool = False,
+        unanswered: bool = False,
+        source: str | None = None,
+        allowed: Sequence[str] | None = None,
+        limit: int | None = 100,
+    ) -> list[LogEntry]:
+        """Logged answers, newest first."""
+        self._flush_log()
+        with self.reader() as store:
+            return log_rows.entries(
+                store, since=since, refused=refused, unanswered=unanswered, source=source, allowed=allowed, limit=limit
+            )
+
+    def rate(
+        self, answer_id: str, rating: str, comment: str | None = None, allowed: Sequence[str] | None = None
+    ) -> str:
+        """Record thumbs up or down (and a comment) on a logged answer; returns its full id."""
+        if rating not in log_rows.RATINGS:
+            raise PgciteError(f"a rating is up or down (got {rating!r})")
+        self._flush_log()
+        with self.writer() as store:
+            full = log_rows.resolve(store, answer_id, allowed)
+            log_rows.rate(store, full, rating, comment, allowed)
+        return full
+
+    def confirm_refusal(self, answer_id: str, allowed: Sequence[str] | None = None) -> str:
+        """Mark a logged refusal as right (the docs do not say): it exports as an unanswerable question."""
+        self._flush_log()
+        with self.writer() as store:
+            full = log_rows.resolve(store, answer_id, allowed)
+            if not log_rows.confirm(store, full, allowed):
+                raise PgciteError(f"answer {full} was not a refusal; only refusals are confirmed", kind="conflict")
+        return full
+
+    def prune_log(self) -> int:
+        """Delete the rows past the retention (answer_log_days); the log's writer also does it hourly."""
+        with self.writer() as store:
+            return log_rows.prune(store, self.settings.answer_log_days)
+
+    def gaps(
+        self, *, since: datetime | None = None, allowed: Sequence[str] | None = None, limit: int = 50, closest: int = 3
+    ) -> list[Gap]:
+        """What the docs are missing: the unanswered questions, grouped by need (gaps.py), each with
+        the sections the docs do have that come closest."""
+        from pgcite.learn.gaps import MAX_QUESTIONS, Asked, group_questions
+
+        rows = self.log_entries(since=since, unanswered=True, allowed=allowed, limit=MAX_QUESTIONS)
+        asked = [
+            Asked(
+                e.id,
+                e.question,
+                e.asked_at,
+                "refused" if e.refused else "down" if e.rating == "down" else "unsupported",
+            )
+            for e in rows
+        ]
+        vectors = (
+            self.embedder.embed_documents([a.question for a in asked]) if asked else np.zeros((0, 1), dtype=np.float32)
+        )
+        groups = group_questions(asked, vectors)[:limit]
+        scope = {e.id: e.scope for e in rows}
+        for gap in groups:  # searched within the sources its newest asking could read
+            gap.closest = self.search(
+                gap.examples[0],
+                k=closest,
+                filters=SearchFilter(exclude_flagged=True, allowed_sources=scope[gap.ids[0]]),
+            )
+        return groups
+
+    def _flush_log(self) -> None:
+        if self.answer_log is not None:
+            self.answer_log.flush()

@@ -1,0 +1,297 @@
+"""The rows of sources and documents: a source's record, one document and its chunks written in one
+transaction, what an ingest compares against (stored files, cached vectors), and removals."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+import psycopg
+from pgvector import HalfVector
+from psycopg import pq
+from psycopg.types.json import Jsonb
+
+from pgcite.store import index_sql
+from pgcite.store.scalar import scalar
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: str
+    ord: int
+    heading: str
+    heading_path: tuple[str, ...]
+    breadcrumb: str
+    anchor: str | None
+    url: str
+    content: str
+    tokens: int
+    embed_hash: bytes
+    embedding: np.ndarray
+    flags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    name: str
+    location: str
+    base_url: str
+    documents: int
+    chunks: int
+    updated_at: str
+    site: str = ""
+    default_version: str = ""
+    versions: tuple[str, ...] = ()
+    options: dict = field(default_factory=dict)  # the ingest's arguments, for a sync (sync_rows.py)
+    sync_interval: int | None = None  # seconds between scheduled syncs; None: no schedule
+    synced_at: str = ""
+    last_sync: dict | None = None  # sync_rows.record: trigger, seconds, counts, what changed, error
+    calibration: dict | None = None  # calibration.Calibration.to_json: the bar measured for its model
+
+
+class StoredFile(NamedTuple):
+    checksum: str  # ingest.processing_checksum
+    includes: tuple[str, ...]
+    stamp: str  # the listing's stamp of the file when it was read (sources.py)
+    file_checksum: str  # sha256 of the file's bytes
+
+
+def upsert_source(
+    conn: psycopg.Connection,
+    name: str,
+    location: str,
+    base_url: str,
+    version: str = "",
+    *,
+    site: str = "",
+    default_version: str | None = None,
+    options: dict | None = None,
+) -> tuple[str, str] | None:
+    """Create or update a source; returns its previous (base URL, version), None when new.
+    options: the ingest's arguments, kept for a sync."""
+    default = version if default_version is None else default_version
+    with conn.transaction():
+        previous = conn.execute("SELECT base_url, version FROM sources WHERE name = %s FOR UPDATE", (name,)).fetchone()
+        conn.execute(
+            """INSERT INTO sources (name, location, base_url, version, site, default_version, options)
+               VALUES (%s, %s, %s, %s, %s, %s, %s)
+               ON CONFLICT (name) DO UPDATE
+               SET location = excluded.location, base_url = excluded.base_url, version = excluded.version,
+                   site = excluded.site, default_version = excluded.default_version, options = excluded.options,
+                   updated_at = now()""",
+            (name, location, base_url, version, site, default, Jsonb(options or {})),
+        )
+        conn.execute(
+            "UPDATE chunks SET in_default_version = (version = %(d)s) "
+            "WHERE source = %(n)s AND in_default_version <> (version = %(d)s)",
+            {"d": default, "n": name},
+        )
+    return (previous[0], previous[1]) if previous else None
+
+
+@contextlib.contextmanager
+def source_lock(conn: psycopg.Connection, name: str) -> Iterator[None]:
+    """Serialise ingests of one source across processes (the second waits, then finds the
+    work done)."""
+    conn.execute("SELECT pg_advisory_lock(hashtextextended('pgcite:source:' || %s, 0))", (name,))
+    try:
+        yield
+    finally:
+        if conn.info.transaction_status == pq.TransactionStatus.IDLE:
+            conn.execute("SELECT pg_advisory_unlock(hashtextextended('pgcite:source:' || %s, 0))", (name,))
+        else:  # left mid-command (Ctrl-C): the lock goes with the session
+            conn.close()
+
+
+def stored_files(conn: psycopg.Connection, source: str) -> dict[str, StoredFile]:
+    rows = conn.execute(
+        "SELECT path, checksum, includes, stamp, file_checksum FROM documents WHERE source = %s", (source,)
+    )
+    return {
+        path: StoredFile(checksum, tuple(includes), stamp, file_checksum)
+        for path, checksum, includes, stamp, file_checksum in rows
+    }
+
+
+def restamp(conn: psycopg.Connection, source: str, stamps: dict[str, tuple[str, str]]) -> None:
+    """path -> (stamp, file checksum) of files read again and found the same (touched, or
+    stored before stamps were kept): the next scan skips them."""
+    if stamps:
+        with conn.transaction(), conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE documents SET stamp = %s, file_checksum = %s WHERE source = %s AND path = %s",
+                [(stamp, file_checksum, source, path) for path, (stamp, file_checksum) in stamps.items()],
+            )
+
+
+def cached_embeddings(conn: psycopg.Connection, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+    """Vectors already stored for these texts (any document): the embedding cache."""
+    if not hashes:
+        return {}
+    rows = conn.execute(
+        "SELECT DISTINCT ON (embed_hash) embed_hash, embedding FROM chunks WHERE embed_hash = ANY(%s)",
+        (list(hashes),),
+    ).fetchall()
+    return {bytes(h): v.to_numpy().astype(np.float32) for h, v in rows}
+
+
+def replace_document(
+    conn: psycopg.Connection,
+    source: str,
+    path: str,
+    title: str,
+    url: str,
+    checksum: str,
+    chunks: Sequence[ChunkRow],
+    version: str = "",
+    kind: str = "page",
+    includes: Sequence[str] = (),
+    stamp: str = "",
+    file_checksum: str = "",
+) -> None:
+    """Insert or replace one document and all its chunks, atomically."""
+    with conn.transaction():
+        index_sql.statistics_now_stale(conn)
+        doc_id = scalar(
+            conn,
+            """INSERT INTO documents (source, path, title, url, checksum, version, kind, includes, stamp,
+                                      file_checksum)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+               ON CONFLICT (source, path) DO UPDATE
+               SET title = excluded.title, url = excluded.url, checksum = excluded.checksum,
+                   version = excluded.version, kind = excluded.kind, includes = excluded.includes,
+                   stamp = excluded.stamp, file_checksum = excluded.file_checksum, ingested_at = now()
+               RETURNING id""",
+            (source, path, title, url, checksum, version, kind, list(includes), stamp, file_checksum),
+        )
+        conn.execute("DELETE FROM chunks WHERE document_id = %s", (doc_id,))
+        with conn.cursor().copy(
+            """COPY chunks (id, document_id, source, path, version, ord, heading, heading_path, breadcrumb,
+                            anchor, url, content, tokens, embed_hash, embedding, flags)
+               FROM STDIN WITH (FORMAT BINARY)"""
+        ) as copy:
+            copy.set_types(
+                [
+                    "text",
+                    "int8",
+                    "text",
+                    "text",
+                    "text",
+                    "int4",
+                    "text",
+                    "text[]",
+                    "text",
+                    "text",
+                    "text",
+                    "text",
+                    "int4",
+                    "bytea",
+                    "halfvec",
+                    "text[]",
+                ]
+            )
+            for c in chunks:
+                copy.write_row(
+                    [
+                        c.id,
+                        doc_id,
+                        source,
+                        path,
+                        version,
+                        c.ord,
+                        c.heading,
+                        list(c.heading_path),
+                        c.breadcrumb,
+                        c.anchor,
+                        c.url,
+                        c.content,
+                        c.tokens,
+                        c.embed_hash,
+                        HalfVector(c.embedding),
+                        list(c.flags),
+                    ]
+                )
+        conn.execute(
+            "UPDATE chunks SET in_default_version = false WHERE document_id = %s AND version <> "
+            "(SELECT default_version FROM sources WHERE name = %s)",
+            (doc_id, source),
+        )
+        # The page prior's vector (search_sql.PAGE_WEIGHT), kept so a search reads one row a page.
+        conn.execute(
+            "UPDATE documents SET page_embedding = (SELECT avg(embedding) FROM chunks "
+            "WHERE document_id = %s) WHERE id = %s",
+            (doc_id, doc_id),
+        )
+
+
+def delete_documents(conn: psycopg.Connection, source: str, paths: Sequence[str]) -> int:
+    if not paths:
+        return 0
+    with conn.transaction():
+        index_sql.statistics_now_stale(conn)
+        cur = conn.execute("DELETE FROM documents WHERE source = %s AND path = ANY(%s)", (source, list(paths)))
+        return cur.rowcount
+
+
+def remove_source(conn: psycopg.Connection, name: str) -> bool:
+    with conn.transaction():
+        removed = conn.execute("DELETE FROM sources WHERE name = %s", (name,)).rowcount > 0
+    if removed:  # its words no longer count in BM25
+        index_sql.refresh_statistics(conn)
+    return removed
+
+
+def list_sources(conn: psycopg.Connection) -> list[SourceInfo]:
+    rows = conn.execute(
+        """SELECT s.name, s.location, s.base_url,
+                  (SELECT count(*) FROM documents d WHERE d.source = s.name),
+                  (SELECT count(*) FROM chunks c WHERE c.source = s.name),
+                  to_char(s.updated_at, 'YYYY-MM-DD HH24:MI:SS'), s.site, s.default_version,
+                  ARRAY(SELECT DISTINCT d.version FROM documents d WHERE d.source = s.name ORDER BY 1),
+                  s.options, extract(epoch FROM s.sync_interval)::int,
+                  coalesce(to_char(s.synced_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'), ''), s.last_sync,
+                  s.calibration
+           FROM sources s ORDER BY s.name"""
+    ).fetchall()
+    return [
+        SourceInfo(
+            name,
+            location,
+            base_url,
+            documents,
+            chunks,
+            updated_at,
+            site,
+            default_version,
+            versions=tuple(versions),
+            options=options,
+            sync_interval=sync_interval,
+            synced_at=synced_at,
+            last_sync=last_sync,
+            calibration=calibration,
+        )
+        for (
+            name,
+            location,
+            base_url,
+            documents,
+            chunks,
+            updated_at,
+            site,
+            default_version,
+            versions,
+            options,
+            sync_interval,
+            synced_at,
+            last_sync,
+            calibration,
+        ) in rows
+    ]
+
+
+def embed_hash(model: str, text: str) -> bytes:
+    return hashlib.sha256(f"{model}\0{text}".encode()).digest()
