@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -106,9 +107,9 @@ def _coerce(field: dataclasses.Field, value: object, origin: str) -> object:
         if kind == "Path":
             return Path(str(value)).expanduser()
         if kind == "int":
-            return int(value)  # type: ignore[arg-type]
+            return int(value) if isinstance(value, int | float) else int(str(value))
         if kind == "float":
-            return float(value)  # type: ignore[arg-type]
+            return float(value) if isinstance(value, int | float) else float(str(value))
         if kind == "bool":
             if isinstance(value, bool):
                 return value
@@ -124,9 +125,9 @@ def _coerce(field: dataclasses.Field, value: object, origin: str) -> object:
         raise PgciteError(f"{origin}: {value!r} is not a valid {kind}; fix it and run again") from None
 
 
-def load_settings(config_file: Path | None = None, environ: dict[str, str] | None = None) -> Settings:
+def load_settings(config_file: Path | None = None, environ: Mapping[str, str] | None = None) -> Settings:
     """Defaults < pgcite.toml < PGCITE_* environment variables."""
-    environ = os.environ if environ is None else environ
+    env: Mapping[str, str] = os.environ if environ is None else environ
     config_file = config_file or Path("pgcite.toml")
     by_name = {f.name: f for f in fields(Settings)}
     values: dict[str, object] = {}
@@ -142,6 +143,6 @@ def load_settings(config_file: Path | None = None, environ: dict[str, str] | Non
             values[name] = _coerce(by_name[name], value, f"{config_file}: {key}")
     for name, field in by_name.items():
         env_name = _ENV_PREFIX + name.upper()
-        if env_name in environ:
-            values[name] = _coerce(field, environ[env_name], env_name)
+        if env_name in env:
+            values[name] = _coerce(field, env[env_name], env_name)
     return Settings(**values)  # type: ignore[arg-type]

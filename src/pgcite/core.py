@@ -137,7 +137,7 @@ class Pgcite(LogOps):
         """A read-only Store on a pooled connection (the query path)."""
         with self._lock:
             if self._pool is None:
-                kwargs = {"autocommit": True, "connect_timeout": 10}
+                kwargs: dict[str, object] = {"autocommit": True, "connect_timeout": 10}
                 if self._password:  # conninfo.dsn leaves the password out
                     kwargs["password"] = self._password
                 self._pool = ConnectionPool(
@@ -262,7 +262,10 @@ class Pgcite(LogOps):
         from pgcite.ingest.locations import is_remote
 
         # Kept with the source, so that a sync from anywhere reads it again the same way.
-        location, include_root = (os.path.abspath(p) if p and not is_remote(p) else p for p in (location, include_root))
+        if location and not is_remote(location):
+            location = os.path.abspath(location)
+        if include_root and not is_remote(include_root):
+            include_root = os.path.abspath(include_root)
         options = {
             "base_url": base_url,
             "exclude": list(exclude),

@@ -35,7 +35,8 @@ def build_graph(model_dir: Path):
     config = json.loads((model_dir / "config.json").read_text())
     heads, eps = config["num_attention_heads"], config["layer_norm_eps"]
     w = load_file(str(model_dir / "model.safetensors"))
-    initializers, nodes = [], []
+    initializers: list[onnx.TensorProto] = []
+    nodes: list[onnx.NodeProto] = []
 
     def weight(name: str, value: np.ndarray) -> str:
         initializers.append(numpy_helper.from_array(np.ascontiguousarray(value, dtype=value.dtype), name))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -24,10 +24,12 @@ LOCAL_DIMENSION = 384
 
 class Embedder(Protocol):
     model: str  # recorded in the database; another model against it is refused
-    tokenizer: Tokenizer  # the model's own tokenizer (token counts and offsets)
     window: int  # tokens the model reads, special tokens included
     document_prefix: str  # put before every passage (part of the cache key and the token budget)
     document_input_type: str  # sent with every passage to servers that take one (part of the cache key)
+
+    @property
+    def tokenizer(self) -> Tokenizer: ...  # the model's own tokenizer (token counts and offsets)
 
     @property
     def dimension(self) -> int: ...
@@ -141,7 +143,7 @@ class OpenAIEmbedder(_TokenCounting):
     def _embed(self, texts: Sequence[str], input_type: str = "") -> np.ndarray:
         import openai
 
-        extra = {"extra_body": {"input_type": input_type}} if input_type else {}
+        extra: dict[str, Any] = {"extra_body": {"input_type": input_type}} if input_type else {}
         rows: list[list[float]] = []
         try:
             for start in range(0, len(texts), self.batch_size):

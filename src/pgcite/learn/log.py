@@ -195,6 +195,7 @@ def eval_rows(entries: Sequence[LogEntry]) -> list[dict]:
         key = wording_key(e.question)
         if key in seen:
             continue
+        row: dict[str, object]
         if e.rating == "up" and not e.refused:
             gold = [
                 {"path": s["path"], **({"heading": s["heading"]} if s["heading"] else {})}

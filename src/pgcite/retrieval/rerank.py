@@ -14,7 +14,7 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from pgcite.config import Settings
 from pgcite.errors import PgciteError
@@ -45,7 +45,7 @@ class RerankServer:
         if settings.rerank_api_key:
             self._headers["Authorization"] = f"Bearer {settings.rerank_api_key}"
 
-    def _post(self, body: dict) -> object:
+    def _post(self, body: dict) -> Any:  # the JSON it answers
         request = urllib.request.Request(f"{self.url}/rerank", json.dumps(body).encode(), self._headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:

@@ -68,6 +68,7 @@ def key_policy(store: Store, key_hash: bytes | None) -> KeyPolicy:
            LEFT JOIN api_keys k ON k.key_hash = %s AND k.revoked_at IS NULL""",
         (key_hash,),
     ).fetchone()
+    assert row is not None  # the LEFT JOIN on one row always returns it
     name, sources, admin, reads_need_key, writes_on = row
     key = ApiKey(name, tuple(sources) if sources is not None else None, admin) if name is not None else None
     return KeyPolicy(key, reads_need_key, writes_on)

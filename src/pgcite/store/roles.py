@@ -17,7 +17,7 @@ from pgcite.store.database import READER_ROLE
 
 @dataclass(frozen=True)
 class RolePlan:
-    statements: list[sql.Composable]
+    statements: list[sql.SQL | sql.Composed]
     writer_url: str
     query_url: str
 
@@ -26,10 +26,10 @@ def plan_roles(dsn: str, writer: str, query: str) -> RolePlan:
     """The statements that make both roles on the database of `dsn`, with new passwords, and
     the URLs pgcite then connects with."""
     info = conninfo_to_dict(dsn)
-    database = info.get("dbname") or info.get("user") or "postgres"
+    database = str(info.get("dbname") or info.get("user") or "postgres")
     writer_password, query_password = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
     w, q, r = sql.Identifier(writer), sql.Identifier(query), sql.Identifier(READER_ROLE)
-    statements = [
+    statements: list[sql.SQL | sql.Composed] = [
         sql.SQL("CREATE EXTENSION IF NOT EXISTS vector"),
         sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(w, sql.Literal(writer_password)),
         sql.SQL("GRANT CONNECT, TEMPORARY ON DATABASE {} TO {}").format(sql.Identifier(database), w),
@@ -52,13 +52,13 @@ def plan_roles(dsn: str, writer: str, query: str) -> RolePlan:
 def _url(dsn: str, user: str, password: str) -> str:
     """`dsn` as another user: a postgresql:// URL, or keywords for a socket folder."""
     info = conninfo_to_dict(dsn)
-    host = info.get("host") or "localhost"
+    host = str(info.get("host") or "localhost")
     if host.startswith("/"):
         return make_conninfo(dsn, user=user, password=password)
     port = f":{info['port']}" if info.get("port") else ""
     return (
         f"postgresql://{quote(user, safe='')}:{quote(password, safe='')}@{host}{port}/"
-        f"{quote(info.get('dbname') or user, safe='')}"
+        f"{quote(str(info.get('dbname') or user), safe='')}"
     )
 
 

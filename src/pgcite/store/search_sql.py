@@ -134,9 +134,20 @@ def search(
     rows = conn.execute(_SEARCH_SQL, params).fetchall()
     return [
         SearchHit(
-            *row[:8], distance=float(row[8]), flags=tuple(row[9]), rank_score=float(row[10]), coverage=float(row[11])
+            id_,
+            source,
+            path,
+            url,
+            title,
+            heading,
+            breadcrumb,
+            content,
+            float(distance),
+            tuple(flags),
+            float(rank_score),
+            float(coverage),
         )
-        for row in rows
+        for id_, source, path, url, title, heading, breadcrumb, content, distance, flags, rank_score, coverage in rows
     ]
 
 

@@ -37,14 +37,15 @@ def detect(source: Source, forced: str | None = None, *, route_base: str | None 
     above it (a folder source pointed at the docs folder inside a site); `forced` names one."""
     if forced is not None and forced not in SITES:
         raise SourceError(f"unknown site generator {forced!r}; use one of {', '.join(SITES)}")
-    levels = SITE_LEVELS if isinstance(source, FolderSource) else 0
+    folder = source if isinstance(source, FolderSource) else None
+    levels = SITE_LEVELS if folder else 0
     candidates = [cls for cls in SITES.values() if cls is not Plain and forced in (None, cls.name)]
     for up in range(levels + 1):
         files = Files(source, _prefix(source, up))
         for cls in candidates:
             if cls.detect(files):
-                if up:
-                    source.allow("/".join([".."] * up))  # its configuration and includes are the site's
+                if up and folder:
+                    folder.allow("/".join([".."] * up))  # its configuration and includes are the site's
                 site = _make(cls, files, route_base)
                 if site.covers():
                     return site

@@ -45,7 +45,8 @@ class MdBook(Site):
             config = tomllib.loads(files.read("book.toml"))
         except (OSError, tomllib.TOMLDecodeError):
             config = {}
-        book = config.get("book") if isinstance(config.get("book"), dict) else {}
+        book = config.get("book")
+        book = book if isinstance(book, dict) else {}
         self.content_dirs = (str(book.get("src") or "src").strip("/"),)
 
     def route(self, site_path: str, front_matter: Mapping[str, Any]) -> str:
