@@ -1,1 +1,2 @@
-"""The command-line shell: typer commands and their rendering."""
+"""The command-line shell: typer commands, one module per group, and their rendering.
+The top of the layers: may import anything in pgcite; nothing imports it but __main__."""

@@ -1,1 +1,2 @@
-"""What the answers teach: the answer log and the report of what the docs are missing."""
+"""What the answers teach: the answer log, its operations and the report of what the docs are missing.
+May import answer and everything below it; only the core and the shells import it."""

@@ -1,4 +1,5 @@
-"""Storage: the embedded server's lifecycle, schema migrations and all SQL."""
+"""Storage: the embedded server's lifecycle, schema migrations and all SQL.
+May import only config, the shared vocabulary and errors."""
 
 from pgcite.store import sync_rows
 from pgcite.store.database import Store
