@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pgcite.cli.common import ModeOption, _settings, out
+from pgcite.cli.common import ModeOption, cli_settings, out
 
 
 def search(
@@ -26,7 +26,7 @@ def search(
     from pgcite.core import Pgcite
     from pgcite.vocabulary import SearchFilter
 
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         hits = app.search(
             question, k=k, mode=mode, filters=SearchFilter(source=source, path_prefix=path, version=version)
         )
@@ -81,7 +81,7 @@ def ask(
     from pgcite.learn.log import Origin
     from pgcite.vocabulary import Delta, SearchFilter
 
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         answer = None
         for event in app.ask_stream(
             question,

@@ -16,11 +16,11 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per message, also in a log
 
 
-def _settings() -> Settings:
+def cli_settings() -> Settings:
     return load_settings()
 
 
-def _search_mode(value: str | None) -> str | None:
+def search_mode(value: str | None) -> str | None:
     from pgcite.store import SEARCH_MODES
 
     if value is not None and value not in SEARCH_MODES:
@@ -30,18 +30,18 @@ def _search_mode(value: str | None) -> str | None:
 
 ModeOption = Annotated[
     str | None,
-    typer.Option("--mode", callback=_search_mode, help="vector, text or hybrid (default: the search_mode setting)."),
+    typer.Option("--mode", callback=search_mode, help="vector, text or hybrid (default: the search_mode setting)."),
 ]
 
 
-def _default_source_name(location: str) -> str:
+def default_source_name(location: str) -> str:
     """`docs/` -> docs, `site.zip` -> site, `s3://bucket/team/docs` -> docs."""
     trimmed = location.rstrip("/")
     name = PurePosixPath(trimmed.split("://", 1)[-1]).name
     return PurePosixPath(name).stem if name.endswith(".zip") else name or "docs"
 
 
-def _calibration(c: dict | None) -> str:
+def calibration_line(c: dict | None) -> str:
     """The relevance bar measured for the source and its model (calibration.py)."""
     if not c:
         return "[dim]relevance bar not measured yet (the default 0.58 applies); the next ingest or sync measures it[/]"

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from pgcite.cli.common import ModeOption, _default_source_name, _settings, err, out
+from pgcite.cli.common import ModeOption, cli_settings, default_source_name, err, out
 from pgcite.errors import PgciteError
 
 
@@ -137,7 +137,7 @@ def eval_questions(
         chosen = parse_strategies(strategies) if compare_corpus is not None else []
     except EvalError as exc:
         raise typer.BadParameter(str(exc), param_hint="--strategies") from None
-    settings = _settings()
+    settings = cli_settings()
     if mode is not None:
         settings = dataclasses.replace(settings, search_mode=mode)
     qs = load_questions(*questions)
@@ -215,7 +215,7 @@ def _eval_compare(qs, corpus: str, chosen, *, settings, embedder, k: int, source
 
     if not Path(corpus).is_dir() and not corpus.endswith(".zip") and not corpus.startswith("s3://"):
         raise PgciteError(f"no such folder, .zip file or s3:// location: {corpus}")
-    name = source or _default_source_name(corpus)
+    name = source or default_source_name(corpus)
     _, where = scratch_server(settings)
     err.print(
         f"comparing {len(chosen)} chunking strategies on {escape(corpus)}: each is ingested into a throw-away "

@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from pgcite.cli.common import _calibration, _default_source_name, _settings, err, out
+from pgcite.cli.common import calibration_line, cli_settings, default_source_name, err, out
 from pgcite.errors import PgciteError, first_line
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ def ingest(
     """Read Markdown, chunk it, embed it and store it. Re-running only does what changed."""
     from pgcite.core import Pgcite
 
-    name = source or _default_source_name(location)
+    name = source or default_source_name(location)
     options: dict[str, Any] = dict(
         base_url=base_url,
         exclude=exclude or (),
@@ -157,7 +157,7 @@ def ingest(
         from pgcite.ingest.sync import check_watchable
 
         check_watchable(location)
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         with _interrupted_ingest(as_json), _Progress(name) as progress:
             report = app.ingest(location, source=name, progress=progress, **options)
         _report_ingest(report, as_json)
@@ -198,7 +198,7 @@ def sync(
     """Read sources again from where they were ingested, the same way: only what changed is read."""
     from pgcite.core import Pgcite
 
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         for name in names or [s.name for s in app.sources()]:
             with _interrupted_ingest(as_json), _Progress(name) as progress:
                 report = app.sync(name, progress=progress)
@@ -223,7 +223,7 @@ def _report_ingest(report, as_json: bool) -> None:
     else:
         out.print(escape(report.summary()))
         if report.calibration is not None:
-            err.print(f"[dim]{_calibration(report.calibration.to_json())}[/]", soft_wrap=True)
+            err.print(f"[dim]{calibration_line(report.calibration.to_json())}[/]", soft_wrap=True)
 
 
 # A pass starts once the files have been quiet for STEP_MS, or DEBOUNCE_MS after the first change of a

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pgcite.cli.common import _settings, err, out
+from pgcite.cli.common import cli_settings, err, out
 from pgcite.errors import PgciteError
 
 db_app = typer.Typer(help="The database: roles for least privilege.", no_args_is_help=True)
@@ -30,7 +30,7 @@ def keys_create(
     scope = [s.strip() for s in sources.split(",") if s.strip()] if sources is not None else None
     if scope is not None and not scope:
         raise typer.BadParameter("name at least one source", param_hint="--sources")
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         known = {s.name for s in app.sources()}
         key = app.create_key(name, sources=scope, admin=admin)
     for missing in sorted(set(scope or ()) - known):
@@ -48,7 +48,7 @@ def keys_list(as_json: Annotated[bool, typer.Option("--json", help="One JSON obj
     from pgcite import shapes
     from pgcite.core import Pgcite
 
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         rows = app.keys()
     if as_json:
         print(json.dumps({"keys": [shapes.key(k) for k in rows]}, ensure_ascii=False))
@@ -68,7 +68,7 @@ def keys_revoke(name: Annotated[str, typer.Argument(help="The key to revoke.")])
     """Revoke a key: requests with it are refused from now on."""
     from pgcite.core import Pgcite
 
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         app.revoke_key(name)
     out.print(f"revoked key {escape(repr(name))}")
 
@@ -86,7 +86,7 @@ def db_roles(
     """Make a writing login role and a read-only one on your PostgreSQL (run before the first ingest)."""
     from pgcite.store.roles import apply_roles, plan_roles
 
-    settings = _settings()
+    settings = cli_settings()
     if not settings.database_url:
         raise PgciteError(
             "set PGCITE_DATABASE_URL to your server (as a superuser or a role with CREATEROLE); "

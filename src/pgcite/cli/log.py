@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pgcite.cli.common import _settings, out
+from pgcite.cli.common import cli_settings, out
 
 log_app = typer.Typer(
     help="The answer log: list it, rate or confirm answers, export it as eval rows.", invoke_without_command=True
@@ -41,7 +41,7 @@ def log_list(
     from pgcite.core import Pgcite
     from pgcite.learn.log import parse_since
 
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         rows = app.log_entries(since=parse_since(since), refused=refused, source=source, limit=limit)
     if as_json:
         print(json.dumps({"answers": [shapes.log_entry(e) for e in rows]}, ensure_ascii=False))
@@ -78,7 +78,7 @@ def log_rate(
     """Thumbs up or down on a logged answer."""
     from pgcite.core import Pgcite
 
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         full = app.rate(answer_id, rating, comment)
     out.print(f"rated {full} {escape(rating)}")
 
@@ -90,7 +90,7 @@ def log_confirm(
     """Confirm a refusal was right (the docs do not say): it exports as an unanswerable question."""
     from pgcite.core import Pgcite
 
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         full = app.confirm_refusal(answer_id)
     out.print(f"confirmed refusal {full}")
 
@@ -107,7 +107,7 @@ def log_export(
     from pgcite.learn.log import eval_rows, parse_since
     from pgcite.vocabulary import wording_key
 
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         rows = eval_rows(app.log_entries(since=parse_since(since), limit=None))
     held = set()
     if eval_file.exists():
@@ -128,7 +128,7 @@ def log_prune() -> None:
     """Delete the rows older than the retention (answer_log_days) now."""
     from pgcite.core import Pgcite
 
-    settings = _settings()
+    settings = cli_settings()
     with Pgcite(settings) as app:
         deleted = app.prune_log()
     out.print(
@@ -156,7 +156,7 @@ def gaps(
 
     if as_json and markdown:
         raise typer.BadParameter("choose one of --json and --markdown", param_hint="--markdown")
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         groups = app.gaps(since=parse_since(since), limit=limit)
     if as_json:
         print(json.dumps(shapes.gaps(groups), ensure_ascii=False))

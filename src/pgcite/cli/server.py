@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pgcite.cli.common import _calibration, _settings, err, out
+from pgcite.cli.common import calibration_line, cli_settings, err, out
 from pgcite.errors import PgciteError
 
 
@@ -18,7 +18,7 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="One JSON object
     from pgcite import shapes
     from pgcite.core import Pgcite
 
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         st = app.status()
     if as_json:
         print(json.dumps(shapes.status(st, app.settings.answer_log), ensure_ascii=False))
@@ -30,7 +30,7 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="One JSON object
         f"vector index {'built' if st.vector_index else 'not built'}"
     )
     for r in st.sources:
-        out.print(f"  {escape(r.name)}: {_calibration(r.calibration)}")
+        out.print(f"  {escape(r.name)}: {calibration_line(r.calibration)}")
     settings = app.settings
     kept = f"kept {settings.answer_log_days} days" if settings.answer_log_days > 0 else "kept for good"
     out.print(
@@ -48,7 +48,7 @@ def serve(
     from pgcite.core import Pgcite
     from pgcite.server.app import serve as run_server
 
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         err.print("loading the embedding model...")
         app.warm_up()
         run_server(app, host, port)
@@ -58,7 +58,7 @@ def stop() -> None:
     """Stop the embedded PostgreSQL server (the next command starts it again)."""
     from pgcite.store import server
 
-    settings = _settings()
+    settings = cli_settings()
     if settings.database_url:
         raise PgciteError("PGCITE_DATABASE_URL is set: pgcite does not manage that server")
     stopped = server.stop(settings.home)

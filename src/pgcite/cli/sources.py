@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from pgcite.cli.common import _calibration, _settings, out
+from pgcite.cli.common import calibration_line, cli_settings, out
 
 sources_app = typer.Typer(help="List the ingested sources; schedule or remove one.", invoke_without_command=True)
 
@@ -23,7 +23,7 @@ def sources_list(
     from pgcite import shapes
     from pgcite.core import Pgcite
 
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         rows = app.sources()
     if as_json:
         print(json.dumps({"sources": [shapes.source(r) for r in rows]}, ensure_ascii=False))
@@ -43,7 +43,7 @@ def sources_list(
             f"{shown}  from {escape(r.location)}  links {escape(r.base_url or '-')}"
         )
         out.print(f"  {_last_sync(r)}")
-        out.print(f"  {_calibration(r.calibration)}")
+        out.print(f"  {calibration_line(r.calibration)}")
 
 
 def _last_sync(r) -> str:
@@ -73,7 +73,7 @@ def sources_schedule(
     from pgcite.ingest.sync import format_interval, parse_interval
 
     seconds = parse_interval(every)
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         app.schedule(name, seconds)
     out.print(
         f"the server syncs {escape(repr(name))} every {format_interval(seconds)}"
@@ -87,6 +87,6 @@ def sources_remove(name: Annotated[str, typer.Argument(help="The source to remov
     """Remove a source and everything ingested from it."""
     from pgcite.core import Pgcite
 
-    with Pgcite(_settings()) as app:
+    with Pgcite(cli_settings()) as app:
         app.remove_source(name)
     out.print(f"removed source {escape(repr(name))}")
