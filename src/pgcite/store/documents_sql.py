@@ -7,12 +7,13 @@ import contextlib
 import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import psycopg
 from pgvector import HalfVector
 from psycopg import pq
+from psycopg.rows import kwargs_row
 from psycopg.types.json import Jsonb
 
 from pgcite.store import index_sql
@@ -245,52 +246,23 @@ def remove_source(conn: psycopg.Connection, name: str) -> bool:
     return removed
 
 
+def _source_info(**row: Any) -> SourceInfo:
+    return SourceInfo(**row | {"versions": tuple(row["versions"])})
+
+
 def list_sources(conn: psycopg.Connection) -> list[SourceInfo]:
-    rows = conn.execute(
-        """SELECT s.name, s.location, s.base_url,
-                  (SELECT count(*) FROM documents d WHERE d.source = s.name),
-                  (SELECT count(*) FROM chunks c WHERE c.source = s.name),
-                  to_char(s.updated_at, 'YYYY-MM-DD HH24:MI:SS'), s.site, s.default_version,
-                  ARRAY(SELECT DISTINCT d.version FROM documents d WHERE d.source = s.name ORDER BY 1),
-                  s.options, extract(epoch FROM s.sync_interval)::int,
-                  coalesce(to_char(s.synced_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'), ''), s.last_sync,
-                  s.calibration
-           FROM sources s ORDER BY s.name"""
-    ).fetchall()
-    return [
-        SourceInfo(
-            name,
-            location,
-            base_url,
-            documents,
-            chunks,
-            updated_at,
-            site,
-            default_version,
-            versions=tuple(versions),
-            options=options,
-            sync_interval=sync_interval,
-            synced_at=synced_at,
-            last_sync=last_sync,
-            calibration=calibration,
-        )
-        for (
-            name,
-            location,
-            base_url,
-            documents,
-            chunks,
-            updated_at,
-            site,
-            default_version,
-            versions,
-            options,
-            sync_interval,
-            synced_at,
-            last_sync,
-            calibration,
-        ) in rows
-    ]
+    with conn.cursor(row_factory=kwargs_row(_source_info)) as cursor:
+        return cursor.execute(
+            """SELECT s.name, s.location, s.base_url,
+                      (SELECT count(*) FROM documents d WHERE d.source = s.name) AS documents,
+                      (SELECT count(*) FROM chunks c WHERE c.source = s.name) AS chunks,
+                      to_char(s.updated_at, 'YYYY-MM-DD HH24:MI:SS') AS updated_at, s.site, s.default_version,
+                      ARRAY(SELECT DISTINCT d.version FROM documents d WHERE d.source = s.name ORDER BY 1) AS versions,
+                      s.options, extract(epoch FROM s.sync_interval)::int AS sync_interval,
+                      coalesce(to_char(s.synced_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'), '') AS synced_at,
+                      s.last_sync, s.calibration
+               FROM sources s ORDER BY s.name"""
+        ).fetchall()
 
 
 def embed_hash(model: str, text: str) -> bytes:
