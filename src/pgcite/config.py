@@ -96,6 +96,9 @@ class Settings:
     # Hosts besides the docs' own (their base URLs) whose links are trusted: comma-separated, a
     # host stands for its whole site (github.com for gist.github.com); "*" trusts every host.
     allowed_hosts: str = ""
+    # llms-full.txt: the most bytes of page text one file holds; past it, pages are left out and a
+    # note says how many (the short llms.txt still lists them all).
+    llms_full_max_bytes: int = 5_000_000
 
 
 _ENV_PREFIX = "PGCITE_"

@@ -23,8 +23,9 @@ from pgcite.config import Settings
 from pgcite.embedding.models import Embedder, fingerprint, make_embedder
 from pgcite.embedding.serialised import Serialised
 from pgcite.errors import PgciteError, SourceError, StoreError, first_line
-from pgcite.learn.log import AnswerLog, Origin, entry_of
+from pgcite.learn.log import AnswerLog, Origin, entry_of, search_entry
 from pgcite.learn.ops import LogOps
+from pgcite.publish.pages import PageOps
 from pgcite.retrieval.rerank import ChatChooser, Reranker, RerankServer
 from pgcite.retrieval.search import search
 from pgcite.store import SourceInfo, Store, sync_rows
@@ -46,7 +47,7 @@ def _no_source(name: str) -> PgciteError:
     )
 
 
-class Pgcite(LogOps):
+class Pgcite(LogOps, PageOps):
     POOL_SIZE = 8  # read connections: the server's worker threads share them
     POOL_TIMEOUT = 10.0  # seconds a query waits for a free connection
 
@@ -168,13 +169,19 @@ class Pgcite(LogOps):
     # --- what callers do -------------------------------------------------------------------
 
     def search(
-        self, question: str, *, k: int = 5, mode: str | None = None, filters: SearchFilter = SearchFilter()
+        self,
+        question: str,
+        *,
+        k: int = 5,
+        mode: str | None = None,
+        filters: SearchFilter = SearchFilter(),
+        origin: Origin | None = None,
     ) -> list[SearchHit]:
-        """The k best chunks, best first."""
-        embedder = self.embedder
+        """The k best chunks, best first. origin: who asked, for the answer log (MCP logs searches)."""
+        started, embedder = time.monotonic(), self.embedder
         with self.reader() as store:
             self._check_identity(store, embedder)
-            return search(
+            hits = search(
                 store,
                 embedder,
                 question,
@@ -183,6 +190,9 @@ class Pgcite(LogOps):
                 filters=filters,
                 reranker=self.reranker,
             )
+        if origin is not None and self.answer_log is not None:
+            self.answer_log.record(search_entry(question, hits, origin, filters, time.monotonic() - started))
+        return hits
 
     def ask_stream(
         self,

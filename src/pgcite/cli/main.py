@@ -15,7 +15,7 @@ from pgcite.cli.eval import eval_questions
 from pgcite.cli.ingest import ingest, sync
 from pgcite.cli.keys import db_app, keys_app
 from pgcite.cli.log import gaps, log_app
-from pgcite.cli.server import serve, status, stop
+from pgcite.cli.server import mcp, serve, status, stop
 from pgcite.cli.sources import sources_app
 from pgcite.errors import PgciteError, first_line
 
@@ -32,6 +32,7 @@ app.command()(search)
 app.command()(ask)
 app.command()(status)
 app.command()(serve)
+app.command()(mcp)
 app.command()(stop)
 app.command("gaps")(gaps)
 app.command("eval")(eval_questions)

@@ -1,5 +1,5 @@
-"""`pgcite status`, `pgcite serve` and `pgcite stop`: what is stored where, the HTTP server, and the
-embedded PostgreSQL."""
+"""`pgcite status`, `pgcite serve`, `pgcite mcp` and `pgcite stop`: what is stored where, the HTTP server, the
+MCP server over stdio, and the embedded PostgreSQL."""
 
 from __future__ import annotations
 
@@ -52,6 +52,24 @@ def serve(
         err.print("loading the embedding model...")
         app.warm_up()
         run_server(app, host, port)
+
+
+def mcp(
+    sources: Annotated[
+        list[str] | None, typer.Option("--source", help="Only this source (repeat for more); default: all.")
+    ] = None,
+) -> None:
+    """Serve the MCP tools (search_docs, ask_docs, read_page, read_section, list_sources) over stdio,
+    for a coding agent that starts pgcite itself (docs/mcp.md)."""
+    from pgcite.access import Caller
+    from pgcite.agents.tools import build
+    from pgcite.core import Pgcite
+
+    with Pgcite(cli_settings()) as app:
+        for name in sources or ():
+            app.require_source(name)
+        caller = Caller(None, tuple(sources) if sources else None)
+        build(app, lambda ctx: caller).run("stdio")
 
 
 def stop() -> None:

@@ -74,6 +74,13 @@ class ParsedDocument:
     title: str
     front_matter: dict[str, Any]
     sections: tuple[Section, ...]
+    markdown: str = ""  # the cleaned body, includes read in: what read_page and llms-full.txt serve
+
+    @property
+    def description(self) -> str:
+        """The front matter's one-line summary, which llms.txt lists beside the page's link."""
+        value = self.front_matter.get("description")
+        return " ".join(value.split()) if isinstance(value, str) else ""
 
 
 _MARKDOWN = MarkdownIt("commonmark").enable("table")  # VitePress renders with markdown-it too
@@ -293,4 +300,4 @@ def parse_body(
     if title is None:
         fm_title = front_matter.get("title")  # a title is a string (a number at most), not a structure
         title = str(fm_title).strip() if isinstance(fm_title, (str, int, float)) and fm_title else fallback_title
-    return ParsedDocument(title or fallback_title, front_matter, tuple(sections))
+    return ParsedDocument(title or fallback_title, front_matter, tuple(sections), body.strip() + "\n")

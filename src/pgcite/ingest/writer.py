@@ -152,6 +152,8 @@ class Writer:
                     page.included,
                     p.stamp,
                     p.file_checksum,
+                    markdown=page.parsed.markdown,
+                    description=page.parsed.description,
                 )
             except (psycopg.errors.DataError, psycopg.errors.ProgramLimitExceeded) as exc:
                 # What this page holds, not the database: say so for the page, and go on.

@@ -47,31 +47,67 @@ def _section(hit: SearchHit, number: int | None, cited: bool, reason: str = "") 
     }
 
 
+def _row(
+    question: str, origin: Origin, filters: SearchFilter, seconds: float, retrieved: list[dict], **answer
+) -> LogEntry:
+    scope = (filters.source,) if filters.source else filters.allowed_sources
+    return LogEntry(
+        id=str(uuid.uuid4()),
+        asked_at=datetime.now(UTC),
+        channel=origin.channel,
+        key_name=origin.key,
+        scope=scope,
+        question=question,
+        source=filters.source,
+        path=filters.path_prefix,
+        version=filters.version,
+        retrieved=retrieved,
+        latency_ms=round(seconds * 1000),
+        **answer,
+    )
+
+
 def entry_of(answer: Answer, origin: Origin, filters: SearchFilter, seconds: float) -> LogEntry:
     """The log row of a finished answer, with a new id (also set on the answer)."""
-    answer.id = str(uuid.uuid4())
     cited = set(answer.citations)
     retrieved = [_section(p.hit, p.number, p.number in cited) for p in answer.sources] + [
         _section(d.hit, None, False, d.reason) for d in answer.dropped
     ]
-    scope = (filters.source,) if filters.source else filters.allowed_sources
-    return LogEntry(
-        answer.id,
-        datetime.now(UTC),
-        origin.channel,
-        origin.key,
-        scope,
+    entry = _row(
         answer.question,
-        filters.source,
-        filters.path_prefix,
-        filters.version,
+        origin,
+        filters,
+        seconds,
         retrieved,
-        answer.text,
-        answer.refused,
-        asdict(answer.checks),
-        answer.generator,
-        answer.note,
-        round(seconds * 1000),
+        answer=answer.text,
+        refused=answer.refused,
+        checks=asdict(answer.checks),
+        generator=answer.generator,
+        note=answer.note,
+    )
+    answer.id = entry.id
+    return entry
+
+
+SEARCH = "search"  # the generator column of a logged search: sections returned, no answer written
+
+
+def search_entry(
+    question: str, hits: Sequence[SearchHit], origin: Origin, filters: SearchFilter, seconds: float
+) -> LogEntry:
+    """The log row of a search (an agent's search_docs): what it returned, nothing refused."""
+    retrieved = [_section(h, i, False) for i, h in enumerate(hits, 1)]
+    return _row(
+        question,
+        origin,
+        filters,
+        seconds,
+        retrieved,
+        answer="",
+        refused=False,
+        checks={},
+        generator=SEARCH,
+        note=f"{len(hits)} sections returned",
     )
 
 

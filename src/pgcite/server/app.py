@@ -19,9 +19,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
+from starlette.routing import Route
 
 from pgcite import shapes
 from pgcite.access import Caller
+from pgcite.agents import http as agents_http
 from pgcite.answer.flow import Answer
 from pgcite.core import Pgcite
 from pgcite.errors import PgciteError, first_line
@@ -68,13 +70,16 @@ class AskRequest(BaseModel):
     stream: bool = False
 
 
-def create_app(core: Pgcite) -> FastAPI:
+def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
+    """The app; `host`: the address it is served on (on loopback, /mcp also checks Host and Origin)."""
     jobs = Jobs(core)
     limit = RateLimit(core.settings.serve_rate_limit)
+    mcp = agents_http.streamable(core, host)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
-        yield
+        async with mcp.session_manager.run():
+            yield
         await anyio.to_thread.run_sync(jobs.close)  # queued jobs are dropped; a running one finishes
 
     app = FastAPI(title="pgcite", summary="Cited answers from your documentation.", version="0.1.0", lifespan=lifespan)
@@ -216,6 +221,9 @@ def create_app(core: Pgcite) -> FastAPI:
 
         return event_stream(guarded(frames(), events, lambda error: sse("error", error)))
 
+    # An ASGI app of its own (the SDK's transport), behind the same key check as /v1/*.
+    endpoint = agents_http.Endpoint(mcp.session_manager, read_access)
+    app.router.routes.append(Route(agents_http.PATH, endpoint, methods=["GET", "POST", "DELETE"]))
     add_chat_routes(app, core, read_access)
     add_admin_routes(app, core, jobs, write_access)
     add_log_routes(app, core, read_access, write_access)
@@ -241,4 +249,4 @@ def _ask_event(event) -> str:
 def serve(core: Pgcite, host: str, port: int) -> None:
     import uvicorn
 
-    uvicorn.run(create_app(core), host=host, port=port, log_level="info", access_log=True)
+    uvicorn.run(create_app(core, host=host), host=host, port=port, log_level="info", access_log=True)

@@ -323,9 +323,25 @@ class Store:
         includes: Sequence[str] = (),
         stamp: str = "",
         file_checksum: str = "",
+        *,
+        markdown: str | None = None,
+        description: str = "",
     ) -> None:
         documents_sql.replace_document(
-            self.conn, source, path, title, url, checksum, chunks, version, kind, includes, stamp, file_checksum
+            self.conn,
+            source,
+            path,
+            title,
+            url,
+            checksum,
+            chunks,
+            version,
+            kind,
+            includes,
+            stamp,
+            file_checksum,
+            markdown=markdown,
+            description=description,
         )
 
     def delete_documents(self, source: str, paths: Sequence[str]) -> int:

@@ -153,21 +153,39 @@ def replace_document(
     includes: Sequence[str] = (),
     stamp: str = "",
     file_checksum: str = "",
+    *,
+    markdown: str | None = None,
+    description: str = "",
 ) -> None:
-    """Insert or replace one document and all its chunks, atomically."""
+    """Insert or replace one document and all its chunks, atomically. `markdown`: the page as cleaned
+    (None: not kept, as before migration 14)."""
     with conn.transaction():
         index_sql.statistics_now_stale(conn)
         doc_id = scalar(
             conn,
             """INSERT INTO documents (source, path, title, url, checksum, version, kind, includes, stamp,
-                                      file_checksum)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                                      file_checksum, markdown, description)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
                ON CONFLICT (source, path) DO UPDATE
                SET title = excluded.title, url = excluded.url, checksum = excluded.checksum,
                    version = excluded.version, kind = excluded.kind, includes = excluded.includes,
-                   stamp = excluded.stamp, file_checksum = excluded.file_checksum, ingested_at = now()
+                   stamp = excluded.stamp, file_checksum = excluded.file_checksum, markdown = excluded.markdown,
+                   description = excluded.description, ingested_at = now()
                RETURNING id""",
-            (source, path, title, url, checksum, version, kind, list(includes), stamp, file_checksum),
+            (
+                source,
+                path,
+                title,
+                url,
+                checksum,
+                version,
+                kind,
+                list(includes),
+                stamp,
+                file_checksum,
+                markdown,
+                description,
+            ),
         )
         conn.execute("DELETE FROM chunks WHERE document_id = %s", (doc_id,))
         with conn.cursor().copy(

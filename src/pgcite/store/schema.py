@@ -218,4 +218,11 @@ MIGRATIONS: list[str] = [
         END IF;
     END $$;
     """,
+    # 14: each page as cleaned, includes read in, and its front matter's description: what MCP's
+    # read_page, llms-full.txt and /SOURCE/PATH.md serve. NULL until the page is read again (ingest
+    # PROCESSING_VERSION 6 re-reads every page once; its vectors come from the cache).
+    """
+    ALTER TABLE documents ADD COLUMN markdown text;
+    ALTER TABLE documents ADD COLUMN description text NOT NULL DEFAULT '';
+    """,
 ]

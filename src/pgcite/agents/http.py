@@ -1,0 +1,55 @@
+"""The MCP server at `/mcp` on `pgcite serve`, over streamable HTTP.
+
+Stateless (no session is kept between requests), so any replica behind a load balancer answers any
+request. The bearer key is checked before the SDK sees the request, exactly as on `/v1/*`: its
+refusals are the API's JSON errors, and the tools read the caller's scope from the request."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
+
+from pgcite.access import Caller
+from pgcite.agents.tools import build
+from pgcite.core import Pgcite
+
+PATH = "/mcp"
+_CALLER = "pgcite.caller"  # the ASGI scope key the checked caller travels under
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def caller_of(ctx: Context) -> Caller:
+    """The caller `Endpoint` checked for this request; none means a request that did not pass it."""
+    request = ctx.request_context.request
+    caller = request.scope.get(_CALLER) if isinstance(request, Request) else None
+    if not isinstance(caller, Caller):
+        raise ToolError("unauthorized: no checked API key on this request")
+    return caller
+
+
+class Endpoint:
+    """The ASGI app behind the `/mcp` route: the key first, then the SDK's transport."""
+
+    def __init__(self, sessions: StreamableHTTPSessionManager, authorize: Callable[[Request], Caller]) -> None:
+        self.sessions, self.authorize = sessions, authorize
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # A refusal raises PgciteError here, before any response: the app's handler answers it.
+        scope[_CALLER] = await anyio.to_thread.run_sync(self.authorize, Request(scope))
+        await self.sessions.handle_request(scope, receive, send)
+
+
+def streamable(core: Pgcite, host: str) -> MCPServer:
+    """The server for HTTP; on a loopback address the SDK also refuses other Host and Origin
+    headers (DNS rebinding), elsewhere the keys are the guard."""
+    server = build(core, caller_of)
+    server.streamable_http_app(
+        streamable_http_path=PATH, stateless_http=True, host=host if host in _LOOPBACK else "0.0.0.0"
+    )
+    return server
