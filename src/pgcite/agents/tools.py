@@ -151,7 +151,10 @@ def _listing(sections: list[Section], numbers: list[int] | None = None) -> str:
 
 def build(core: Pgcite, caller_of: CallerOf) -> MCPServer:
     """The MCP server over `core`; `caller_of` says who is calling (and so what they may read)."""
-    server: MCPServer = MCPServer("pgcite", title="pgcite", instructions=INSTRUCTIONS, version="0.1.0")
+    # WARNING: the SDK sets up the root logger at this level; its INFO lines would fill the server log.
+    server: MCPServer = MCPServer(
+        "pgcite", title="pgcite", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING"
+    )
 
     def filters(caller: Caller, source: str | None, version: str | None) -> SearchFilter:
         core.require_source(source, caller.sources)

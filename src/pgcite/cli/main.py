@@ -12,6 +12,7 @@ from rich.markup import escape
 from pgcite.cli.answers import ask, search
 from pgcite.cli.common import err
 from pgcite.cli.eval import eval_questions
+from pgcite.cli.export import export_app
 from pgcite.cli.ingest import ingest, sync
 from pgcite.cli.keys import db_app, keys_app
 from pgcite.cli.log import gaps, log_app
@@ -40,6 +41,7 @@ app.add_typer(sources_app, name="sources")
 app.add_typer(db_app, name="db")
 app.add_typer(keys_app, name="keys")
 app.add_typer(log_app, name="log")
+app.add_typer(export_app, name="export")
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ from pgcite.server.admin import add_admin_routes
 from pgcite.server.chat import add_chat_routes
 from pgcite.server.jobs import Jobs
 from pgcite.server.limits import BodyLimit, RateLimit, RateLimited
+from pgcite.server.llms import add_llms_routes
 from pgcite.server.log import add_log_routes
 from pgcite.server.streams import error_body, event_stream, guarded, sse
 from pgcite.server.web import add_web_routes
@@ -228,6 +229,7 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
     add_admin_routes(app, core, jobs, write_access)
     add_log_routes(app, core, read_access, write_access)
     add_web_routes(app)
+    add_llms_routes(app, core, read_access)
     return app
 
 
