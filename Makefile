@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml constraints.txt
 # Tests and benchmarks also need the model's reference implementation (sentence-transformers on torch).
 dev: $(DEV_STAMP)
 
-$(DEV_STAMP): $(STAMP)
-	# Debian's chromium, which the web page's browser test drives (tests/test_web.py).
+$(DEV_STAMP): $(STAMP) tests/inspector/package-lock.json
+	# The MCP Inspector's CLI and the Node.js it needs, both from npm at the lockfile's versions (tests/test_mcp_inspector.py).
+	npm ci --prefix tests/inspector --no-audit --no-fund --ignore-scripts --loglevel=error
 	command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 	# torch first and by exact version: it takes the local CPU build, not a multi-GB CUDA one.
 	$(PY) -m pip install -q -c constraints.txt torch==2.13.0
@@ -50,4 +51,4 @@ bench: dev
 	$(PY) bench/search_scale.py
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build src/*.egg-info tests/inspector/node_modules
