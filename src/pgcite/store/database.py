@@ -7,6 +7,7 @@ import contextlib
 import json
 import weakref
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -17,7 +18,7 @@ from psycopg.conninfo import conninfo_to_dict
 from pgcite.config import Settings
 from pgcite.errors import ModelMismatchError, StoreError
 from pgcite.store import calibration_sql, documents_sql, index_sql, search_sql, server
-from pgcite.store.documents_sql import ChunkRow, SourceInfo, StoredFile
+from pgcite.store.documents_sql import SourceInfo, StoredFile
 from pgcite.store.scalar import scalar
 from pgcite.store.schema import MIGRATIONS
 from pgcite.vocabulary import SearchFilter, SearchHit
@@ -310,39 +311,9 @@ class Store:
     def cached_embeddings(self, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         return documents_sql.cached_embeddings(self.conn, hashes)
 
-    def replace_document(
-        self,
-        source: str,
-        path: str,
-        title: str,
-        url: str,
-        checksum: str,
-        chunks: Sequence[ChunkRow],
-        version: str = "",
-        kind: str = "page",
-        includes: Sequence[str] = (),
-        stamp: str = "",
-        file_checksum: str = "",
-        *,
-        markdown: str | None = None,
-        description: str = "",
-    ) -> None:
-        documents_sql.replace_document(
-            self.conn,
-            source,
-            path,
-            title,
-            url,
-            checksum,
-            chunks,
-            version,
-            kind,
-            includes,
-            stamp,
-            file_checksum,
-            markdown=markdown,
-            description=description,
-        )
+    def replace_document(self, *args: Any, **kwargs: Any) -> None:
+        """`documents_sql.replace_document` (its arguments) on this store's connection."""
+        documents_sql.replace_document(self.conn, *args, **kwargs)
 
     def delete_documents(self, source: str, paths: Sequence[str]) -> int:
         return documents_sql.delete_documents(self.conn, source, paths)
