@@ -29,7 +29,6 @@ from pgcite.publish.pages import PageOps
 from pgcite.retrieval.rerank import ChatChooser, Reranker, RerankServer
 from pgcite.retrieval.search import search
 from pgcite.store import SourceInfo, Store, sync_rows
-from pgcite.store import keys as key_store
 from pgcite.store.status import Status
 from pgcite.store.status import status as status_of
 from pgcite.vocabulary import SearchFilter, SearchHit
@@ -47,7 +46,7 @@ def _no_source(name: str) -> PgciteError:
     )
 
 
-class Pgcite(LogOps, PageOps):
+class Pgcite(LogOps, PageOps, access.KeyOps):
     POOL_SIZE = 8  # read connections: the server's worker threads share them
     POOL_TIMEOUT = 10.0  # seconds a query waits for a free connection
 
@@ -367,33 +366,6 @@ class Pgcite(LogOps, PageOps):
         with self.writer() as store:
             if not store.remove_source(name):
                 raise _no_source(name)
-
-    # --- API keys ---------------------------------------------------------------------------
-
-    def create_key(self, name: str, *, sources: Sequence[str] | None = None, admin: bool = False) -> str:
-        """A new key, returned once: only its hash is stored."""
-        access.check_key_name(name)
-        key = access.new_key()
-        with self.writer() as store:
-            key_store.add_key(store, name, access.hash_key(key), sources, admin)
-        return key
-
-    def keys(self) -> list[key_store.ApiKey]:
-        with self.reader() as store:
-            return key_store.list_keys(store)
-
-    def revoke_key(self, name: str) -> None:
-        with self.writer() as store:
-            if not key_store.revoke_key(store, name):
-                raise PgciteError(f"no live key named {name!r}; `pgcite keys list` shows them", kind="not_found")
-
-    def caller(self, authorization: str | None, *, write: bool = False) -> access.Caller:
-        """Who sent a request with this Authorization header, and what it may do (or an
-        unauthorized / forbidden error)."""
-        key = access.bearer(authorization)
-        with self.reader() as store:
-            policy = key_store.key_policy(store, access.hash_key(key) if key else None)
-        return access.writer(policy, key is not None) if write else access.reader(policy, key is not None)
 
     def status(self) -> Status:
         with self.reader() as store:

@@ -66,7 +66,11 @@ def source(s: SourceInfo) -> dict:
 
 
 def key(k: ApiKey) -> dict:
-    return dict(dataclasses.asdict(k), sources=list(k.sources) if k.sources is not None else None)
+    return dict(
+        dataclasses.asdict(k),
+        sources=list(k.sources) if k.sources is not None else None,
+        origins=list(k.origins) if k.origins is not None else None,
+    )
 
 
 def ingest_report(r: IngestReport) -> dict:

@@ -23,6 +23,14 @@ def keys_create(
         str | None, typer.Option("--sources", help="Comma-separated sources it may read (default: all).")
     ] = None,
     admin: Annotated[bool, typer.Option("--admin", help="It may also ingest and remove sources.")] = False,
+    origins: Annotated[
+        str | None,
+        typer.Option(
+            "--origins",
+            help="A browser key, for the Ask-AI widget: comma-separated sites whose pages may use it "
+            "(https://docs.example.com); it only reads.",
+        ),
+    ] = None,
 ) -> None:
     """Create a key and print it once, alone on the last line (only its hash is kept)."""
     from pgcite.core import Pgcite
@@ -30,14 +38,16 @@ def keys_create(
     scope = [s.strip() for s in sources.split(",") if s.strip()] if sources is not None else None
     if scope is not None and not scope:
         raise typer.BadParameter("name at least one source", param_hint="--sources")
+    pages = [o.strip() for o in origins.split(",") if o.strip()] if origins is not None else None
     with Pgcite(cli_settings()) as app:
         known = {s.name for s in app.sources()}
-        key = app.create_key(name, sources=scope, admin=admin)
+        key = app.create_key(name, sources=scope, admin=admin, origins=pages)
     for missing in sorted(set(scope or ()) - known):
         err.print(f"[yellow]note:[/] no source {escape(missing)!r} yet; the key will read it once it is ingested")
+    where = f", from pages at {escape(', '.join(pages))}" if pages else ""
     err.print(
         f"created key {escape(repr(name))} ({'admin, ' if admin else ''}reads "
-        f"{escape(', '.join(scope)) if scope else 'every source'}); it is shown this once:"
+        f"{escape(', '.join(scope)) if scope else 'every source'}{where}); it is shown this once:"
     )
     print(key)
 
@@ -57,8 +67,10 @@ def keys_list(as_json: Annotated[bool, typer.Option("--json", help="One JSON obj
         out.print("No keys: reads are open and writes are off. Create one with `pgcite keys create NAME`.")
     for k in rows:
         scope = ", ".join(k.sources) if k.sources is not None else "every source"
+        kind = "admin" if k.admin else "browser" if k.origins else "read"
+        pages = f"  pages at {escape(', '.join(k.origins))}" if k.origins else ""
         out.print(
-            f"[bold]{escape(k.name)}[/]  {'admin' if k.admin else 'read'}  {escape(scope)}  created {k.created_at}"
+            f"[bold]{escape(k.name)}[/]  {kind}  {escape(scope)}{pages}  created {k.created_at}"
             + ("  [red]revoked[/]" if k.revoked else "")
         )
 

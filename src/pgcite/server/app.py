@@ -31,7 +31,8 @@ from pgcite.learn.log import Origin
 from pgcite.retrieval.search import MAX_K
 from pgcite.server import webhooks
 from pgcite.server.admin import add_admin_routes
-from pgcite.server.chat import add_chat_routes
+from pgcite.server.chat import add_chat_routes, is_follow_up
+from pgcite.server.cors import BrowserOrigins, page_origin
 from pgcite.server.jobs import Jobs
 from pgcite.server.limits import BodyLimit, RateLimit, RateLimited
 from pgcite.server.llms import add_llms_routes
@@ -44,7 +45,7 @@ from pgcite.vocabulary import Delta, SearchFilter, Sources
 log = logging.getLogger("pgcite.server.app")
 
 MAX_QUESTION_CHARS = 4000
-PAGE_HEADER = "x-pgcite-client"  # the web page sends "page", so the log tells its questions apart
+CLIENT_HEADER = "x-pgcite-client"  # "page" or "widget": the log tells their questions apart
 Mode = Literal[SEARCH_MODES]  # type: ignore[valid-type]  # "vector" | "text" | "hybrid"
 
 
@@ -69,6 +70,8 @@ class AskRequest(BaseModel):
     context: int = Field(default=5, ge=1, le=20)
     mode: Mode | None = None
     stream: bool = False
+    # The question before, in a conversation: a follow-up ("and on Windows?") is asked with it.
+    previous: str | None = Field(default=None, max_length=MAX_QUESTION_CHARS)
 
 
 def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
@@ -84,6 +87,7 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
         await anyio.to_thread.run_sync(jobs.close)  # queued jobs are dropped; a running one finishes
 
     app = FastAPI(title="pgcite", summary="Cited answers from your documentation.", version="0.1.0", lifespan=lifespan)
+    app.add_middleware(BrowserOrigins, granted=core.origin_has_key)
     app.add_middleware(
         BodyLimit,
         limit=core.settings.serve_max_request_bytes,
@@ -152,11 +156,14 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
     def access(request: Request, write: bool) -> Caller:
         address = f"address {request.client.host if request.client else '-'}"
         try:
-            caller = core.caller(request.headers.get("authorization"), write=write)
+            caller = core.caller(request.headers.get("authorization"), write=write, origin=page_origin(request.headers))
         except PgciteError:
             limit.check(address)  # refused attempts count too, per address
             raise
-        limit.check(f"key {caller.name}" if caller.name else address)
+        # A browser key serves every visitor of a docs site: each address has the limit of its own.
+        limit.check(
+            f"key {caller.name} {address}" if caller.browser else f"key {caller.name}" if caller.name else address
+        )
         return caller
 
     def read_access(request: Request) -> Caller:
@@ -194,9 +201,13 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
         """The `pgcite ask --json` object; with `stream`, Server-Sent Events: `sources`, `delta`s,
         `answer`, `done` (or `error`)."""
         core.require_source(body.source, caller.sources)
-        channel = "page" if request.headers.get(PAGE_HEADER) == "page" else "api"
+        client = request.headers.get(CLIENT_HEADER)
+        channel = client if client in ("page", "widget") else "api"
+        question = (
+            f"{body.previous} {body.question}" if body.previous and is_follow_up(body.question) else body.question
+        )
         events = core.ask_stream(
-            body.question,
+            question,
             threshold=body.threshold,
             context=body.context,
             mode=body.mode,

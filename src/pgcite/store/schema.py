@@ -225,4 +225,9 @@ MIGRATIONS: list[str] = [
     ALTER TABLE documents ADD COLUMN markdown text;
     ALTER TABLE documents ADD COLUMN description text NOT NULL DEFAULT '';
     """,
+    # 15: browser keys (access.py): the web pages (origins) a read key may be used from, for the
+    # Ask-AI widget; NULL: a key that no web page may use.
+    """
+    ALTER TABLE api_keys ADD COLUMN origins text[];
+    """,
 ]
