@@ -7,8 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import shutil
-from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -16,15 +14,12 @@ import pytest
 from pgcite.core import Pgcite
 from pgcite.answer.generation import ChatGenerator
 from tests.fake_openai import FakeOpenAI, Reply
+from tests.browser import browser  # noqa: F401 - the fixture
+from tests.browser import shot as browser_shot
 from tests.http_server import call, running, served
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium")
-# This machine has no internet: without these, Chromium keeps trying to reach Google.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-ARTIFACTS = Path(__file__).resolve().parents[1] / "build" / "test-artifacts" / "web"
 
 GUIDE = {
     "api-keys.md": "# API keys\n\nKeys let a client read from the server. Each key has a name and, optionally, the "
@@ -65,18 +60,6 @@ UNANSWERABLE = "Which wine goes best with grilled salmon at a summer wedding?"
 core, base = served({"guide": (GUIDE, "https://docs.example.com/"), "notes": (HOSTILE, "https://notes.example.com/")})
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM:
-        pytest.skip("no `chromium` on PATH: the browser test drives Debian's chromium package "
-                    "(`make dev` installs it, or `apt-get install chromium`)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (`make dev`)")
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
 @contextlib.contextmanager
 def opened(browser, base: str, **options) -> Iterator:
     """The page at `base` in a context of its own; fails if a script error or a CSP violation occurred."""
@@ -95,10 +78,7 @@ def opened(browser, base: str, **options) -> Iterator:
 
 
 def shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    print(f"screenshot: {path}")
+    browser_shot(page, "web", name)
 
 
 def ask(page, question: str, state: str = "done"):

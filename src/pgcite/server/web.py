@@ -1,4 +1,5 @@
-"""The web page: `GET /` and its two static files, read from the package folder `pgcite/server/static/`.
+"""The web page: `GET /` and its two static files, and the Ask-AI widget's script at `/widget.js`;
+all read from the package folder `pgcite/server/static/`.
 
 The page is plain HTML, CSS and one script with no build step and nothing fetched from elsewhere,
 so it works offline. It talks to the same server's /v1 API. Only the files named in `_FILES` are
@@ -45,6 +46,13 @@ def add_web_routes(app: FastAPI) -> None:
     def page() -> Response:
         # Revalidated on every load, so an upgraded server's page is seen at once.
         return Response(_read(_PAGE), media_type="text/html; charset=utf-8", headers=_headers("no-cache"))
+
+    @app.get("/widget.js", include_in_schema=False)
+    def widget() -> Response:
+        # Loaded by other sites' pages (docs/widget.md): no CSP of ours applies there, and a site
+        # that isolates itself (COEP) may still load it.
+        headers = {"Cache-Control": "public, max-age=300", "Cross-Origin-Resource-Policy": "cross-origin"}
+        return Response(_read("widget.js"), media_type="text/javascript; charset=utf-8", headers=headers)
 
     @app.get("/static/{name}", include_in_schema=False)
     def static(name: str) -> Response:
