@@ -6,6 +6,7 @@ Screenshots are kept under build/test-artifacts/widget/ to be looked at."""
 from __future__ import annotations
 
 import contextlib
+import http.client
 import http.server
 import threading
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ import pytest
 from pgcite.core import Pgcite
 from tests.browser import browser  # noqa: F401 - the fixture
 from tests.browser import shot
-from tests.http_server import call, served
+from tests.http_server import call, running, served, warm_app
 from tests.test_web import GUIDE, HOSTILE, MARKUP, ROTATE
 
 pytestmark = pytest.mark.slow
@@ -220,3 +221,24 @@ def test_a_phone_wide_page_in_dark_mode(browser, site):
             shot(page, "widget", "phone-dark", full_page=False)
     finally:
         holder["theme"] = "light"
+
+
+def test_a_browser_key_is_rate_limited_per_visitor_address(admin_dsn: str, embedder, tmp_path):
+    """Every visitor of the docs site shares the key: each address gets the limit of its own."""
+    docs = {"spin.md": "# Spinning\n\n## Spin rate\n\nThe default spin rate is 40 turns per second.\n"}
+    with warm_app(admin_dsn, embedder, tmp_path, {"widgets": (docs, "")}, serve_rate_limit=3) as app, \
+            running(app) as url:
+        origin = "https://docs.example.com"
+        key = app.create_key("site", origins=[origin])
+        port = int(url.rsplit(":", 1)[1])
+
+        def search(address: str) -> int:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30, source_address=(address, 0))
+            connection.request("GET", "/v1/search?q=spin+rate", headers={"Authorization": f"Bearer {key}",
+                                                                         "Origin": origin})
+            status = connection.getresponse().status
+            connection.close()
+            return status
+
+        assert [search("127.0.0.1") for _ in range(4)] == [200, 200, 200, 429]
+        assert search("127.0.0.2") == 200  # another visitor, with the same key
