@@ -161,9 +161,8 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
             limit.check(address)  # refused attempts count too, per address
             raise
         # A browser key serves every visitor of a docs site: each address has the limit of its own.
-        limit.check(
-            f"key {caller.name} {address}" if caller.browser else f"key {caller.name}" if caller.name else address
-        )
+        bucket = f"key {caller.name}" if caller.name else address
+        limit.check(f"{bucket} {address}" if caller.browser else bucket)
         return caller
 
     def read_access(request: Request) -> Caller:
@@ -203,9 +202,9 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
         core.require_source(body.source, caller.sources)
         client = request.headers.get(CLIENT_HEADER)
         channel = client if client in ("page", "widget") else "api"
-        question = (
-            f"{body.previous} {body.question}" if body.previous and is_follow_up(body.question) else body.question
-        )
+        question = body.question
+        if body.previous and is_follow_up(question):
+            question = f"{body.previous} {question}"
         events = core.ask_stream(
             question,
             threshold=body.threshold,
