@@ -464,6 +464,15 @@ JSON = {"Content-Type": "application/json"}
     ("/v1/chat/completions", {"model": "pgcite", "messages": [{"role": "user", "content": "spin\x00"}]}, {}, 400,
      "bad_request"),
     ("/v1/ask", b'{"question": "spin\x00rate"}', JSON, 422, "invalid_request"),  # a raw NUL: not JSON
+    # A lone surrogate is valid JSON but not Unicode: refused as a field's value (a 500 in a filter once).
+    ("/v1/ask", b'{"question": "ok", "path": "\\ud800"}', JSON, 422, "invalid_request"),
+    ("/v1/ask", b'{"question": "spin \\udfff rate"}', JSON, 422, "invalid_request"),
+    ("/v1/chat/completions", b'{"model": "pgcite", "messages": [{"role": "user", "content": "ok \\ud800"}]}', JSON,
+     400, "bad_request"),
+    # Chat's question had no limit: 990,000 characters took 8 s of CPU and went into the log whole.
+    ("/v1/chat/completions", {"model": "pgcite", "messages": [{"role": "user", "content": "x " * 300_000}]}, {},
+     400, "bad_request"),
+    ("/v1/ask", {"question": "spin?", "source": "s" * 201}, {}, 422, "invalid_request"),
     # Not UTF-8, or nested too deep for any parser: refused before any field is read (they read "http_error").
     ("/v1/ask", b'{"question": "spin \xff\xfe rate"}', JSON, 400, "bad_request"),
     ("/v1/ask", b'{"question": ' + b"[" * DEEP + b"]" * DEEP + b"}", JSON, 400, "bad_request"),
@@ -482,7 +491,7 @@ JSON = {"Content-Type": "application/json"}
     ("/v1/search?q=spin&source=_", None, {}, 404, "not_found"),
     ("/v1/search?q=spin&source=" + _q("w'"), None, {}, 404, "not_found"),
     ("/v1/search?q=spin&source=" + _q("\\"), None, {}, 404, "not_found"),
-    ("/v1/search?q=spin&source=w%00", None, {}, 404, "not_found"),
+    ("/v1/search?q=spin&source=w%00", None, {}, 400, "bad_request"),  # a NUL in a query: refused before a lookup
     ("/v1/ask", {"question": "spin?", "source": "_"}, {}, 404, "not_found"),
     ("/v1/ask", {"question": "spin?", "source": "nope"}, {}, 404, "not_found"),
     ("/v1/chat/completions", {"model": "pgcite:%", "messages": [{"role": "user", "content": "spin"}]}, {}, 404,

@@ -84,6 +84,7 @@ def test_a_signed_webhook_syncs_and_an_unsigned_one_starts_nothing(base: str, co
 
     started = github(base, "docs", push_payload())
     assert started.status == 202 and started.body["job"]["trigger"] == "github", started.body
+    assert "location" not in started.body["job"] and "/" not in json.dumps(started.body)  # no server path
     job = wait_done(base, admin, started.body["job"]["id"])
     assert job["state"] == "done" and "1 changed" in job["summary"], job
     assert "65 turns" in paths_found(core, "default speed turns", "docs")["tuning.md"]
@@ -123,6 +124,11 @@ def test_a_gitlab_signing_token_is_checked_with_its_timestamp():
         with pytest.raises(PgciteError) as refused:
             verify(wrong, body, secret, now=now)
         assert refused.value.kind == "unauthorized"
+    # Timestamps int() cannot read (5,000 digits; superscript digits pass str.isdigit()) were a 500.
+    for stamp in ("9" * 5000, "¹²³", "-5", " 1800000000"):
+        with pytest.raises(PgciteError) as odd:
+            verify({**headers(now), "webhook-timestamp": stamp}, body, secret, now=now)
+        assert odd.value.kind == "unauthorized"
     with pytest.raises(PgciteError) as off:
         verify(headers(now), body, "", now=now)
     assert off.value.kind == "forbidden" and "PGCITE_WEBHOOK_SECRET" in str(off.value)

@@ -8,7 +8,6 @@ Keys are random (256 bits) and only their SHA-256 is stored, so a database dump 
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 import urllib.parse
 from collections.abc import Sequence
@@ -20,9 +19,9 @@ from pgcite.errors import PgciteError
 from pgcite.store import Store
 from pgcite.store import keys as key_rows
 from pgcite.store.keys import ApiKey, KeyPolicy
+from pgcite.vocabulary import check_name
 
 KEY_PREFIX = "pgc_"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -42,8 +41,7 @@ def hash_key(key: str) -> bytes:
 
 
 def check_key_name(name: str) -> None:
-    if not _NAME.match(name):
-        raise PgciteError(f"a key name is 1-64 letters, digits, '.', '_' or '-' (got {name!r})")
+    check_name(name, "a key name")
 
 
 def bearer(authorization: str | None) -> str | None:

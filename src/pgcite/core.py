@@ -31,7 +31,7 @@ from pgcite.retrieval.search import search
 from pgcite.store import SourceInfo, Store, sync_rows
 from pgcite.store.status import Status
 from pgcite.store.status import status as status_of
-from pgcite.vocabulary import SearchFilter, SearchHit
+from pgcite.vocabulary import SearchFilter, SearchHit, check_name
 
 if TYPE_CHECKING:  # ingest's readers and chunker load only when something is ingested
     from pgcite.ingest.report import IngestReport, Progress
@@ -288,6 +288,7 @@ class Pgcite(LogOps, PageOps, access.KeyOps):
         settings = (
             self.settings if chunk_tokens is None else dataclasses.replace(self.settings, chunk_tokens=chunk_tokens)
         )
+        self.check_new_source(source)
         reader = open_location(location, settings, exclude, include_root=include_root)
         with self.writer() as store:
             return ingest(
@@ -345,6 +346,11 @@ class Pgcite(LogOps, PageOps, access.KeyOps):
         with self.writer() as store:
             if not sync_rows.set_interval(store, name, seconds):
                 raise _no_source(name)
+
+    def check_new_source(self, name: str) -> None:
+        """A new source's name follows the rules (vocabulary.check_name); one made before them is kept."""
+        if all(s.name != name for s in self.sources()):
+            check_name(name, "a source name")
 
     def source(self, name: str, allowed: Sequence[str] | None = None) -> SourceInfo:
         found = [s for s in self.sources(allowed) if s.name == name]

@@ -153,3 +153,15 @@ def link_flags(text: str, own: frozenset[str]) -> list[str]:
     # A program is one wherever it is linked, in code too ("curl https://x.example/install.sh | sh").
     flags += [_DOWNLOAD for x in strangers(text) if _PROGRAM.search(_split(x)[1])]
     return list(dict.fromkeys(flags))
+
+
+def check_text(value: str) -> str:
+    """Text a request may carry: valid Unicode (no lone surrogate, which JSON's \\ud800 allows) and no
+    NUL (which PostgreSQL's text cannot hold). Raises ValueError, which the shells turn into a 4xx."""
+    if "\0" in value:
+        raise ValueError("text may not hold a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("text is not valid Unicode (a lone surrogate such as \\ud800)") from None
+    return value

@@ -61,8 +61,14 @@ def status(st: Status, answer_log: bool) -> dict:
     )
 
 
-def source(s: SourceInfo) -> dict:
-    return dict(dataclasses.asdict(s), versions=list(s.versions))
+# What only an admin sees of a source: where it lives on the server and how it is read.
+_ADMIN_ONLY = ("location", "options", "last_sync")
+
+
+def source(s: SourceInfo, *, admin: bool = True) -> dict:
+    """A source; for a reader (admin False) without this server's paths and ingest options."""
+    shown = dict(dataclasses.asdict(s), versions=list(s.versions))
+    return shown if admin else {k: v for k, v in shown.items() if k not in _ADMIN_ONLY}
 
 
 def key(k: ApiKey) -> dict:

@@ -3,9 +3,27 @@ an answer streams as. Below every module that uses them, so no stage imports ano
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+from pgcite.errors import PgciteError
+
 REFUSAL = "Not in the documents."
+MAX_QUESTION_CHARS = 4000  # a question's length limit, on every channel that takes one
+
+
+# Names of sources and keys: they appear in URLs (/SOURCE/llms.txt), chat models (pgcite:SOURCE) and
+# logs, so they are plain: no markup, no control or direction characters, no separators.
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def check_name(name: str, what: str) -> str:
+    """`name`, when it is 1-64 letters, digits, '.', '_' or '-' (starting with a letter or digit)."""
+    if not _NAME.match(name):
+        raise PgciteError(
+            f"{what} is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit (got {name[:80]!r})"
+        )
+    return name
 
 
 def wording_key(question: str) -> str:

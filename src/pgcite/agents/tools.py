@@ -22,10 +22,9 @@ from pgcite.core import Pgcite
 from pgcite.errors import PgciteError, first_line
 from pgcite.learn.log import Origin
 from pgcite.retrieval.search import MAX_K
-from pgcite.vocabulary import SearchFilter, SearchHit
+from pgcite.vocabulary import MAX_QUESTION_CHARS, SearchFilter, SearchHit
 
 CHANNEL = "mcp"  # the answer log's channel for every call that asks something
-MAX_QUESTION_CHARS = 4000
 CallerOf = Callable[[Context], Caller]
 
 INSTRUCTIONS = (
@@ -164,7 +163,8 @@ def build(core: Pgcite, caller_of: CallerOf) -> MCPServer:
     @_reported
     def search_docs(
         query: Annotated[
-            str, Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="What to look for, in words.")
+            str,
+            Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="What to look for, in words."),
         ],
         ctx: Context,
         source: Annotated[str | None, Field(description="Only this source (list_sources names them).")] = None,

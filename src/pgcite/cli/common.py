@@ -3,6 +3,7 @@ default name and the relevance bar as people read it."""
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 from typing import Annotated
 
@@ -38,7 +39,9 @@ def default_source_name(location: str) -> str:
     """`docs/` -> docs, `site.zip` -> site, `s3://bucket/team/docs` -> docs."""
     trimmed = location.rstrip("/")
     name = PurePosixPath(trimmed.split("://", 1)[-1]).name
-    return PurePosixPath(name).stem if name.endswith(".zip") else name or "docs"
+    name = PurePosixPath(name).stem if name.endswith(".zip") else name
+    # What a source name may hold (vocabulary.check_name): `My Docs` -> My-Docs.
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._")[:64] or "docs"
 
 
 def calibration_line(c: dict | None) -> str:

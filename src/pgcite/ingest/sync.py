@@ -55,6 +55,7 @@ def pull(folder: str) -> None:
 _INTERVAL = re.compile(r"^\s*(\d+)\s*(s|m|h|d)?\s*$")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MIN_INTERVAL = 10  # seconds: a scheduled sync lists the whole source
+MAX_INTERVAL = 366 * 86400  # a year, and PostgreSQL's interval holds it
 
 
 def parse_interval(text: str) -> int | None:
@@ -65,8 +66,8 @@ def parse_interval(text: str) -> int | None:
     if not match:
         raise PgciteError(f"a sync interval is a number and a unit, as 90s, 15m, 2h or 1d, or off (got {text!r})")
     seconds = int(match[1]) * _SECONDS[match[2] or "m"]
-    if seconds < MIN_INTERVAL:
-        raise PgciteError(f"a sync interval is at least {MIN_INTERVAL} s (got {text!r})")
+    if not MIN_INTERVAL <= seconds <= MAX_INTERVAL:
+        raise PgciteError(f"a sync interval is from {MIN_INTERVAL} s to 366 days (got {text[:40]!r})")
     return seconds
 
 

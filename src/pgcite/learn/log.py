@@ -203,15 +203,15 @@ def parse_since(text: str | None, now: datetime | None = None) -> datetime | Non
     if text is None or not text.strip():
         return None
     now = now or datetime.now(UTC)
-    if match := _SINCE.match(text):
-        return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
     try:
+        if match := _SINCE.match(text):
+            return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
         when = datetime.fromisoformat(text.strip())
-    except ValueError:
+        return when if when.tzinfo else when.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):  # OverflowError: a span past the calendar (99999999999d)
         raise PgciteError(
-            f"--since takes a span such as 7d, 12h, 30m or 2w, or a date such as 2026-11-01 (got {text!r})"
+            f"--since takes a span such as 7d, 12h, 30m or 2w, or a date such as 2026-11-01 (got {text[:40]!r})"
         ) from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 # A thumbs-down whose comment says this marks a question the docs do not answer.

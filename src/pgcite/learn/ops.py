@@ -14,6 +14,7 @@ from pgcite.config import Settings
 from pgcite.embedding.models import Embedder
 from pgcite.errors import PgciteError
 from pgcite.learn.log import AnswerLog
+from pgcite.safety import check_text
 from pgcite.store import Store, log_rows
 from pgcite.store.log_rows import LogEntry
 from pgcite.vocabulary import SearchFilter, SearchHit
@@ -62,6 +63,10 @@ class LogOps:
         """Record thumbs up or down (and a comment) on a logged answer; returns its full id."""
         if rating not in log_rows.RATINGS:
             raise PgciteError(f"a rating is up or down (got {rating!r})")
+        try:
+            check_text(comment or "")
+        except ValueError as exc:
+            raise PgciteError(f"the comment: {exc}") from None
         self._flush_log()
         with self.writer() as store:
             full = log_rows.resolve(store, answer_id, allowed)

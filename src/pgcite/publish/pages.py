@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from pgcite.errors import PgciteError
+from pgcite.safety import check_text
 from pgcite.store import Store, pages_sql
 from pgcite.store.pages_sql import MAX_REFERENCE_CHARS, PageText, SectionText
 
@@ -17,9 +18,12 @@ def _not_found(what: str) -> PgciteError:
 
 
 def _checked(reference: str, what: str) -> str:
-    if not reference or len(reference) > MAX_REFERENCE_CHARS or "\0" in reference:
-        raise PgciteError(f"a {what} is 1-{MAX_REFERENCE_CHARS} characters without NUL", kind="bad_request")
-    return reference
+    if not reference or len(reference) > MAX_REFERENCE_CHARS:
+        raise PgciteError(f"a {what} is 1 to {MAX_REFERENCE_CHARS} characters", kind="bad_request")
+    try:
+        return check_text(reference)
+    except ValueError as exc:
+        raise PgciteError(f"the {what}: {exc}", kind="bad_request") from None
 
 
 class PageOps:

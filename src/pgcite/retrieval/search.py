@@ -14,6 +14,7 @@ from pgcite.config import DEFAULT_SEARCH_MODE
 from pgcite.embedding.models import Embedder
 from pgcite.errors import PgciteError
 from pgcite.retrieval.rerank import Reranker
+from pgcite.safety import check_text
 from pgcite.store import Store, WordMatch
 from pgcite.vocabulary import Dropped, Passage, SearchFilter, SearchHit
 
@@ -52,15 +53,18 @@ NEAR_DUPLICATE = 0.6
 def _check_query(query: str, filters: SearchFilter = SearchFilter()) -> None:
     if not query.strip():
         raise PgciteError("the question is empty; ask something")
-    # PostgreSQL text cannot hold NUL: said of the value, not as a database fault (it read "check the server").
+    # PostgreSQL text cannot hold NUL, nor UTF-8 a lone surrogate (JSON's \\ud800): said of the value, not
+    # as a database fault (a NUL read "check the server", a surrogate was a 500).
     for what, value in (
         ("question", query),
         ("source", filters.source),
         ("path", filters.path_prefix),
         ("version", filters.version),
     ):
-        if value and "\x00" in value:
-            raise PgciteError(f"the {what} holds a NUL character (\\x00); remove it")
+        try:
+            check_text(value or "")
+        except ValueError as exc:
+            raise PgciteError(f"the {what}: {exc}; remove it") from None
 
 
 def _embed_question(store: Store, embedder: Embedder, query: str, filters: SearchFilter = SearchFilter()):

@@ -38,6 +38,7 @@ def add_admin_routes(app: FastAPI, core: Pgcite, jobs: Jobs, write_access: Calla
         """With a zip file as the body: ingest it as source `name`. With no body: a sync, as POST
         /v1/sources/{name}/sync. Returns the job; GET /v1/jobs/{id} follows it."""
         check_writes(caller, name)
+        core.check_new_source(name)  # refused now, not as a failed job after the 202
         folder = Path(tempfile.mkdtemp(prefix="pgcite-upload-"))
         upload = folder / "upload.zip"
         try:
@@ -87,7 +88,8 @@ def add_admin_routes(app: FastAPI, core: Pgcite, jobs: Jobs, write_access: Calla
         push = webhooks.push(host, request.headers, body)
         if push.ignored:
             return JSONResponse({"ignored": push.ignored}, status_code=200)
-        return accepted(jobs.sync(name, host, location))
+        job = jobs.sync(name, host, location)
+        return JSONResponse({"job": job.receipt()}, status_code=202)
 
     @app.get("/v1/jobs/{job_id}")
     def job(job_id: str, caller: Caller = Depends(write_access)) -> dict:

@@ -33,6 +33,7 @@ from pgcite.server import webhooks
 from pgcite.server.admin import add_admin_routes
 from pgcite.server.chat import add_chat_routes, is_follow_up
 from pgcite.server.cors import BrowserOrigins, page_origin
+from pgcite.server.inputs import NulGuard
 from pgcite.server.jobs import Jobs
 from pgcite.server.limits import BodyLimit, RateLimit, RateLimited
 from pgcite.server.llms import add_llms_routes
@@ -40,11 +41,11 @@ from pgcite.server.log import add_log_routes
 from pgcite.server.streams import error_body, event_stream, guarded, sse
 from pgcite.server.web import add_web_routes
 from pgcite.store import SEARCH_MODES
-from pgcite.vocabulary import Delta, SearchFilter, Sources
+from pgcite.vocabulary import MAX_QUESTION_CHARS, Delta, SearchFilter, Sources
 
 log = logging.getLogger("pgcite.server.app")
 
-MAX_QUESTION_CHARS = 4000
+MAX_NAME_CHARS = 200  # a source's name or a version label
 CLIENT_HEADER = "x-pgcite-client"  # "page" or "widget": the log tells their questions apart
 Mode = Literal[SEARCH_MODES]  # type: ignore[valid-type]  # "vector" | "text" | "hybrid"
 
@@ -63,9 +64,9 @@ class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
-    source: str | None = None
-    path: str | None = None
-    version: str | None = None
+    source: str | None = Field(default=None, max_length=MAX_NAME_CHARS)
+    path: str | None = Field(default=None, max_length=MAX_QUESTION_CHARS)
+    version: str | None = Field(default=None, max_length=MAX_NAME_CHARS)
     threshold: float | None = Field(default=None, gt=0, le=2)
     context: int = Field(default=5, ge=1, le=20)
     mode: Mode | None = None
@@ -87,6 +88,7 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
         await anyio.to_thread.run_sync(jobs.close)  # queued jobs are dropped; a running one finishes
 
     app = FastAPI(title="pgcite", summary="Cited answers from your documentation.", version="0.1.0", lifespan=lifespan)
+    app.add_middleware(NulGuard)
     app.add_middleware(BrowserOrigins, granted=core.origin_has_key)
     app.add_middleware(
         BodyLimit,
@@ -173,7 +175,7 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
 
     @app.get("/v1/sources")
     def sources(caller: Caller = Depends(read_access)) -> dict:
-        return {"sources": [shapes.source(s) for s in core.sources(caller.sources)]}
+        return {"sources": [shapes.source(s, admin=caller.admin) for s in core.sources(caller.sources)]}
 
     @app.get("/v1/search")
     def search(
@@ -260,5 +262,7 @@ def _ask_event(event) -> str:
 
 def serve(core: Pgcite, host: str, port: int) -> None:
     import uvicorn
+
+    logging.getLogger("pgcite").setLevel(logging.INFO)  # a job's start, end or failure is one line each
 
     uvicorn.run(create_app(core, host=host), host=host, port=port, log_level="info", access_log=True)

@@ -24,8 +24,9 @@ from pgcite.answer.generation import ChatGenerator
 from pgcite.core import Pgcite
 from pgcite.errors import PgciteError
 from pgcite.learn.log import Origin
+from pgcite.safety import check_text
 from pgcite.server.streams import event_stream, guarded
-from pgcite.vocabulary import Delta, SearchFilter
+from pgcite.vocabulary import MAX_QUESTION_CHARS, Delta, SearchFilter
 
 MODEL = "pgcite"
 MAX_MESSAGES = 100
@@ -82,7 +83,15 @@ def question_of(messages: list[Message]) -> str:
         raise PgciteError("the last message must be the user's, with text to answer")
     last = users[-1]
     earlier = [u for u in users[:-1] if u]
-    return f"{earlier[-1]} {last}" if earlier and is_follow_up(last) else last
+    asked = [earlier[-1], last] if earlier and is_follow_up(last) else [last]
+    for text in asked:  # what is searched, answered and logged: the same limits as /v1/ask
+        if len(text) > MAX_QUESTION_CHARS:
+            raise PgciteError(f"a question is at most {MAX_QUESTION_CHARS} characters (a user message has {len(text)})")
+        try:
+            check_text(text)
+        except ValueError as exc:
+            raise PgciteError(f"a user message: {exc}") from None
+    return " ".join(asked)
 
 
 def scope_of(model: str, core: Pgcite, caller: Caller) -> str | None:

@@ -53,6 +53,10 @@ class Job:
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
 
+    def receipt(self) -> dict:
+        """What a git host's webhook is answered with: no path of this server's."""
+        return {"id": self.id, "source": self.source, "kind": self.kind, "trigger": self.trigger, "state": self.state}
+
 
 class Jobs:
     def __init__(self, core: Pgcite) -> None:
@@ -149,6 +153,8 @@ class Jobs:
                 report.chunks_reused,
             )
 
+        what = f"id={job.id} kind={job.kind} source={job.source!r} trigger={job.trigger or 'api'}"
+        log.info("job started: %s", what)
         try:
             if self._embedder is None:
                 self._embedder = make_embedder(self._core.settings)
@@ -157,9 +163,15 @@ class Jobs:
             job.summary, job.state = report.summary(), "done"
         except PgciteError as exc:
             job.error, job.state = str(exc), "failed"
-        except Exception as exc:  # noqa: BLE001 - a job never takes the server down; the state says what happened
+        except Exception as exc:  # a job never takes the server down; the state says what happened
             job.error, job.state = f"internal error ({exc.__class__.__name__}: {exc})", "failed"
+            log.exception("job %s: internal error", job.id)
         finally:
             job.finished_at = time.time()
+            seconds = job.finished_at - job.created_at
+            if job.state == "done":
+                log.info("job done: %s seconds=%.1f summary=%r", what, seconds, job.summary)
+            else:
+                log.warning("job failed: %s seconds=%.1f error=%r", what, seconds, job.error)
             if upload is not None:
                 shutil.rmtree(upload, ignore_errors=True)

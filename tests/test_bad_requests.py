@@ -1,0 +1,70 @@
+"""Client mistakes on the admin and log endpoints get the right 4xx, not a 500 or a 503 that blames
+the database; and a read key learns nothing of the server's own paths (issue 30's defects 9-12)."""
+
+from __future__ import annotations
+
+import io
+import urllib.parse
+import zipfile
+
+import pytest
+
+from pgcite.core import Pgcite
+from tests.http_server import call, served
+
+pytestmark = pytest.mark.slow
+
+DOCS = {"spin.md": "# Spinning\n\n## Spin rate\n\nThe default spin rate is 40 turns per second.\n"}
+core, base = served({"widgets": (DOCS, "https://widgets.example/")})
+
+
+@pytest.fixture(scope="module")
+def keys(core: Pgcite):
+    made = {"admin": core.create_key("bad-admin", admin=True), "reader": core.create_key("bad-reader")}
+    yield made
+    for name in ("bad-admin", "bad-reader"):
+        core.revoke_key(name)
+
+
+def _zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        z.writestr("a.md", "# A\n\nText.\n")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status"), [
+    # Past the calendar: OverflowError in the span, a 500.
+    ("GET", "/v1/log?since=99999999999d", None, 400),
+    ("GET", "/v1/gaps?since=99999999999w", None, 400),
+    ("GET", "/v1/log?since=99999-01-01", None, 400),
+    # A NUL reached PostgreSQL and read "database unavailable" (503).
+    ("GET", "/v1/log?source=%00", None, 400),
+    ("DELETE", "/v1/sources/%00", None, 400),
+    ("POST", "/v1/sources/%00/ingest", b"", 400),
+    # An interval PostgreSQL cannot hold (503), or a schedule nobody means.
+    ("PUT", "/v1/sources/widgets/schedule", {"every": "99999999999999d"}, 400),
+    ("PUT", "/v1/sources/widgets/schedule", {"every": "400d"}, 400),
+])
+def test_client_mistakes_are_4xx_with_one_line(base: str, keys: dict, method: str, path: str, body, status: int):
+    reply = call(base, path, body, key=keys["admin"], method=method)
+    assert reply.status == status, reply.text[:300]
+    message = reply.body["error"]["message"]
+    assert "\n" not in message and "database" not in message and "internal" not in message
+
+
+@pytest.mark.parametrize("name", ["evil\u202etxt.md", "<b>docs</b>", "d" * 3000, "-leading", "a/b", "pgcite:x"])
+def test_an_upload_under_a_name_no_source_may_have_is_refused_before_any_job(base: str, keys: dict, name: str):
+    reply = call(base, f"/v1/sources/{urllib.parse.quote(name, safe='')}/ingest", _zip(), key=keys["admin"],
+                 headers={"Content-Type": "application/zip"})
+    assert reply.status in (400, 404) and "job" not in reply.body, reply.text[:300]
+    if reply.status == 400:
+        assert "a source name is 1-64 letters" in reply.body["error"]["message"]
+
+
+def test_a_read_key_sees_no_server_path(base: str, keys: dict):
+    (shown,) = call(base, "/v1/sources", key=keys["reader"]).body["sources"]
+    assert shown["name"] == "widgets" and shown["documents"] == 1
+    assert not {"location", "options", "last_sync"} & set(shown), shown
+    (full,) = call(base, "/v1/sources", key=keys["admin"]).body["sources"]
+    assert full["location"].startswith("/") and full["last_sync"]["trigger"] == "ingest"
