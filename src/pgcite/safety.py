@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import unicodedata
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -34,12 +35,39 @@ _INJECTION_PATTERNS: dict[str, str] = {
 _COMPILED = {name: re.compile(p, re.IGNORECASE | re.MULTILINE) for name, p in _INJECTION_PATTERNS.items()}
 
 
+# Invisible characters that split or reorder what a reader sees: zero-width space, word joiner,
+# byte-order mark and the bidi controls. (Zero-width joiners stay: scripts and emoji need them.)
+_INVISIBLE = re.compile("[\u200b\u2060\ufeff\u202a-\u202e\u2066-\u2069\u200e\u200f]")
+
+
+def visible(text: str) -> str:
+    """`text` without the invisible characters that hide what it says (`https\u200b://evil...` reads
+    as a clean link): what is stored and shown."""
+    return _INVISIBLE.sub("", text)
+
+
+def fold(text: str) -> str:
+    """What the checks read: visible() and NFKC, so a fullwidth colon (U+FF1A after `https`) or a
+    compatibility letter reads as what it looks like."""
+    return unicodedata.normalize("NFKC", visible(text))
+
+
 def injection_flags(text: str) -> list[str]:
     """The kinds of injection-style text found in a chunk (empty when it reads as plain docs)."""
+    text = fold(text)
     return [name for name, pattern in _COMPILED.items() if pattern.search(text)]
 
 
-_LINK = re.compile(r"\bhttps?://[^\s<>()\[\]\"'`]+|\bwww\.[^\s<>()\[\]\"'`]+", re.IGNORECASE)
+# A link: with its scheme, from www., or a bare host with a path (`evil.example/reset`), whose last
+# label must be a real top-level domain (checked in _bare_host_ok) so `setup.py/` and `v1.2/` are not.
+_LINK = re.compile(
+    r"\bhttps?://[^\s<>()\[\]\"'`]+|\bwww\.[^\s<>()\[\]\"'`]+"
+    r"|(?<![\w@./-])(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,24}/[^\s<>()\[\]\"'`]*",
+    re.IGNORECASE,
+)
+_RESERVED_TLDS = {"example", "test", "invalid", "localhost"}  # RFC 2606: in no suffix list, yet hosts
+# Top-level domains that are also file extensions: `setup.py/`, `README.md/x` in prose are files.
+_FILE_TLDS = {"py", "md", "sh", "pl", "rs", "so", "cc", "ps"}
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 
 
@@ -48,9 +76,19 @@ def _normalise_link(link: str) -> str:
 
 
 def links_and_emails(text: str) -> list[str]:
-    found = [m.group(0).rstrip(".,;:!?") for m in _LINK.finditer(text)]
+    """Links and e-mail addresses in `text`, as the checks read it (fold())."""
+    text = fold(text)
+    found = [m.group(0).rstrip(".,;:!?") for m in _LINK.finditer(text) if _bare_host_ok(m.group(0))]
     found += [m.group(0) for m in _EMAIL.finditer(text)]
     return list(dict.fromkeys(found))
+
+
+def _bare_host_ok(link: str) -> bool:
+    if "://" in link or link.lower().startswith("www."):
+        return True
+    host, _, path = link.partition("/")
+    tld = host.rsplit(".", 1)[-1].lower()
+    return bool(path) and tld not in _FILE_TLDS and (tld in _RESERVED_TLDS or _SUFFIXES.is_public(tld))
 
 
 def foreign_links(answer: str, sources: Iterable[str]) -> list[str]:
@@ -141,6 +179,7 @@ def link_flags(text: str, own: frozenset[str]) -> list[str]:
     credentials or payment beside a link off the docs' own sites, or links off them to a program.
     A site the text names ("create a token on GitHub", github.com) is the one it is about, not a
     stranger's: docs send readers to GitHub, AWS or Algolia for their keys all the time."""
+    text = fold(text)
     named = _LINK.sub(" ", _EMAIL.sub(" ", text)).lower()
 
     def strangers(part: str) -> list[str]:

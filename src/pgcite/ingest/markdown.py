@@ -39,6 +39,7 @@ from markdown_it.token import Token
 
 from pgcite.ingest import markup
 from pgcite.ingest.anchors import GITHUB, AnchorRule
+from pgcite.safety import visible
 
 __all__ = [
     "PLAIN",
@@ -243,7 +244,7 @@ def parse_body(
     body: str, front_matter: dict[str, Any], fallback_title: str, dialect: Dialect = PLAIN
 ) -> ParsedDocument:
     """`parse` for a body whose front matter is already split off."""
-    body = clean_body(body, dialect)
+    body = clean_body(visible(body), dialect)  # no invisible character hides what a link says
     lines = body.split("\n")
     tokens = dialect.parser.parse(body)
 
