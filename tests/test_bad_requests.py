@@ -3,14 +3,16 @@ the database; and a read key learns nothing of the server's own paths (issue 30'
 
 from __future__ import annotations
 
+import http.client
 import io
+import time
 import urllib.parse
 import zipfile
 
 import pytest
 
 from pgcite.core import Pgcite
-from tests.http_server import call, served
+from tests.http_server import call, running, served, warm_app
 
 pytestmark = pytest.mark.slow
 
@@ -68,3 +70,31 @@ def test_a_read_key_sees_no_server_path(base: str, keys: dict):
     assert not {"location", "options", "last_sync"} & set(shown), shown
     (full,) = call(base, "/v1/sources", key=keys["admin"]).body["sources"]
     assert full["location"].startswith("/") and full["last_sync"]["trigger"] == "ingest"
+
+
+def test_unsigned_webhooks_are_refused_before_their_body_and_count_against_the_limit(admin_dsn: str, embedder,
+                                                                                      tmp_path):
+    with warm_app(admin_dsn, embedder, tmp_path, {"widgets": (DOCS, "")}, serve_rate_limit=3,
+                  webhook_secret="s3cret") as app, running(app) as url:
+        port = int(url.rsplit(":", 1)[1])
+
+        def unsigned(size: int, signature: str | None = None) -> tuple[int, float]:
+            """Announce `size` bytes, send 1 KB of them, and time the answer."""
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            connection.putrequest("POST", "/v1/sources/widgets/webhook")
+            connection.putheader("Content-Type", "application/json")
+            connection.putheader("Content-Length", str(size))
+            if signature:
+                connection.putheader("X-Hub-Signature-256", signature)
+            connection.endheaders(b"{" + b" " * 1023)
+            started = time.monotonic()
+            status = connection.getresponse().status
+            connection.close()
+            return status, time.monotonic() - started
+
+        # Refused from the headers alone: the 24 MB were never waited for (10 s timeout otherwise).
+        first, seconds = unsigned(24 << 20)
+        assert first == 401 and seconds < 5
+        assert unsigned(24 << 20, "sha256=not-hex")[0] == 401
+        assert unsigned(1024, "sha256=" + "0" * 64)[0] == 401  # well formed, read, and wrong
+        assert unsigned(1024)[0] == 429  # the fourth refusal from this address within a minute

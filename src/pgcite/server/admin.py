@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +22,7 @@ from pgcite.server import webhooks
 from pgcite.server.jobs import Job, Jobs
 
 ZIP_MAGIC = b"PK\x03\x04"
+WEBHOOK_BODIES = 4  # webhook bodies read at once: 100 MB at most in memory
 
 
 class ScheduleRequest(BaseModel):
@@ -29,7 +31,12 @@ class ScheduleRequest(BaseModel):
     every: str = Field(max_length=20, description="90s, 15m, 2h, 1d, or off")
 
 
-def add_admin_routes(app: FastAPI, core: Pgcite, jobs: Jobs, write_access: Callable[..., Caller]) -> None:
+def add_admin_routes(
+    app: FastAPI, core: Pgcite, jobs: Jobs, write_access: Callable[..., Caller], refused: Callable[[Request], None]
+) -> None:
+    """refused(request): counts a refused request against its address's rate limit."""
+    reading = anyio.Semaphore(WEBHOOK_BODIES)
+
     def accepted(job: Job) -> JSONResponse:
         return JSONResponse({"job": job.to_json()}, status_code=202, headers={"Location": f"/v1/jobs/{job.id}"})
 
@@ -82,8 +89,15 @@ def add_admin_routes(app: FastAPI, core: Pgcite, jobs: Jobs, write_access: Calla
     async def webhook(name: str, request: Request) -> JSONResponse:
         """A GitHub or GitLab push webhook, signed with PGCITE_WEBHOOK_SECRET: a push to the default
         branch syncs source `name`; other events are acknowledged and start nothing."""
-        body = await request.body()  # BodyLimit allows webhooks.MAX_BYTES here
-        host = webhooks.verify(request.headers, body, core.settings.webhook_secret)
+        secret = core.settings.webhook_secret
+        try:
+            webhooks.check_headers(request.headers, secret)
+            async with reading:  # a few bodies of up to 25 MB in memory at once, not one per request
+                body = await request.body()  # BodyLimit allows webhooks.MAX_BYTES here
+            host = webhooks.verify(request.headers, body, secret)
+        except PgciteError:
+            refused(request)  # refusals count against the sender's rate limit
+            raise
         location = core.source(name).location
         push = webhooks.push(host, request.headers, body)
         if push.ignored:

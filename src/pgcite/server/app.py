@@ -156,7 +156,7 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
         )
 
     def access(request: Request, write: bool) -> Caller:
-        address = f"address {request.client.host if request.client else '-'}"
+        address = _address(request)
         try:
             caller = core.caller(request.headers.get("authorization"), write=write, origin=page_origin(request.headers))
         except PgciteError:
@@ -238,11 +238,16 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
     endpoint = agents_http.Endpoint(mcp.session_manager, read_access)
     app.router.routes.append(Route(agents_http.PATH, endpoint, methods=["GET", "POST", "DELETE"]))
     add_chat_routes(app, core, read_access)
-    add_admin_routes(app, core, jobs, write_access)
+    add_admin_routes(app, core, jobs, write_access, lambda request: limit.check(_address(request)))
     add_log_routes(app, core, read_access, write_access)
     add_web_routes(app)
     add_llms_routes(app, core, read_access)
     return app
+
+
+def _address(request: Request) -> str:
+    """A client's rate-limit bucket when it has no key."""
+    return f"address {request.client.host if request.client else '-'}"
 
 
 def _ask_event(event) -> str:

@@ -49,6 +49,20 @@ def _unauthorized(message: str) -> PgciteError:
     return PgciteError(message, kind="unauthorized")
 
 
+def check_headers(headers: Mapping[str, str], secret: str, *, now: float | None = None) -> None:
+    """What can be refused before the body is read (up to 25 MB): webhooks off, no signature at all,
+    a malformed GitHub signature, a stale GitLab timestamp, a wrong GitLab token."""
+    if not secret:
+        verify(headers, b"", secret)  # raises: webhooks are off
+    if (signature := headers.get("x-hub-signature-256")) is not None:
+        if not re.fullmatch(r"sha256=[0-9a-f]{64}", signature.strip()):
+            raise _unauthorized("X-Hub-Signature-256 is not sha256=<64 hex digits>")
+    elif headers.get("webhook-signature") is not None:
+        _check_timestamp(headers.get("webhook-timestamp", ""), time.time() if now is None else now)
+    else:
+        verify(headers, b"", secret)  # a GitLab token is checked whole; no signature at all is refused
+
+
 def verify(headers: Mapping[str, str], body: bytes, secret: str, *, now: float | None = None) -> str:
     """The host whose signature `headers` carry for `body` under `secret`: github or gitlab. Raises
     forbidden when the server has no secret, unauthorized when the signature is missing or wrong."""
@@ -78,11 +92,15 @@ def verify(headers: Mapping[str, str], body: bytes, secret: str, *, now: float |
     )
 
 
-def _verify_standard(headers: Mapping[str, str], signatures: str, body: bytes, secret: str, now: float) -> None:
-    webhook_id, stamp = headers.get("webhook-id", ""), headers.get("webhook-timestamp", "")
+def _check_timestamp(stamp: str, now: float) -> None:
     # ASCII digits only, and few: str.isdigit() takes "²", and int() refuses over 4,300 digits.
     if not re.fullmatch(r"[0-9]{1,12}", stamp) or abs(now - int(stamp)) > TIMESTAMP_TOLERANCE:
         raise _unauthorized(f"webhook-timestamp is missing or more than {TIMESTAMP_TOLERANCE} s from now")
+
+
+def _verify_standard(headers: Mapping[str, str], signatures: str, body: bytes, secret: str, now: float) -> None:
+    webhook_id, stamp = headers.get("webhook-id", ""), headers.get("webhook-timestamp", "")
+    _check_timestamp(stamp, now)
     # A Standard Webhooks secret is "whsec_" and the key in base64; any other is the key itself.
     try:
         key = base64.b64decode(secret[6:], validate=True) if secret.startswith("whsec_") else secret.encode()
