@@ -4,6 +4,8 @@ server, and the pull of a git clone."""
 
 from __future__ import annotations
 
+import concurrent.futures
+
 import contextlib
 import json
 import os
@@ -367,6 +369,20 @@ def push_change(author: Path, name: str, text: str, branch: str = "main") -> Non
     (author / name).write_text(text)
     git("commit", "-q", "-am", f"edit {name}", cwd=author)
     git("push", "-q", "origin", f"HEAD:{branch}", cwd=author)
+
+
+def test_two_syncs_of_a_pulled_clone_at_once_take_turns(settings: Settings, embedder, tmp_path: Path):
+    """The pull ran outside the source's lock: two syncs after a push pulled at once, and one failed
+    `cannot lock ref ...; fix the clone` though the clone was fine."""
+    author, served = clone_pair(tmp_path)
+    with Pgcite(settings, embedder=embedder) as app:
+        app.ingest(str(served), source="repo", pull=True)
+        for round_ in range(3):
+            push_change(author, "tuning.md", PAGES["tuning.md"].replace("40", str(50 + round_)))
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                reports = [f.result() for f in [pool.submit(app.sync, "repo") for _ in range(2)]]
+            assert sorted(len(r.paths["changed"]) for r in reports) == [0, 1]  # one read it, the other found it done
+            assert f"{50 + round_} turns" in paths_found(app, "default speed turns", "repo")["tuning.md"]
 
 
 def test_a_sync_of_a_clone_ingested_with_pull_reads_what_was_pushed(settings: Settings, embedder, tmp_path: Path):

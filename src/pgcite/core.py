@@ -263,10 +263,12 @@ class Pgcite(LogOps, PageOps, access.KeyOps):
         embedder: Embedder | None = None,
         trigger: str = "ingest",
         uploaded: bool = False,
+        store: Store | None = None,
     ) -> IngestReport:
         """embedder: another than the query path's (the server's ingest jobs have their own).
         pull: `git pull` the folder before each sync (sync.py). trigger: what started it, for the
-        source's last sync. uploaded: `location` is a temporary copy of an upload, not to be kept."""
+        source's last sync. uploaded: `location` is a temporary copy of an upload, not to be kept.
+        store: a writer to ingest on (a sync's, which holds the source's lock); default: a new one."""
         from pgcite.ingest.flow import ingest, open_location
         from pgcite.ingest.locations import is_remote
 
@@ -290,7 +292,7 @@ class Pgcite(LogOps, PageOps, access.KeyOps):
         )
         self.check_new_source(source)
         reader = open_location(location, settings, exclude, include_root=include_root)
-        with self.writer() as store:
+        with contextlib.nullcontext(store) if store is not None else self.writer() as store:
             return ingest(
                 reader,
                 source_name=source,
@@ -329,11 +331,20 @@ class Pgcite(LogOps, PageOps, access.KeyOps):
                     f"source {name!r} was read from {info.location}, which is not there any more: "
                     "ingest it again from where it is now"
                 )
-            if options.get("pull"):
-                pull(info.location)
-            return self.ingest(
-                info.location, source=name, progress=progress, embedder=embedder, trigger=trigger, **options
-            )
+            # The pull and the ingest under the source's lock (re-entered by the ingest on the same
+            # session): two syncs at once, from any process, take turns instead of pulling together.
+            with self.writer() as store, store.source_lock(name):
+                if options.get("pull"):
+                    pull(info.location)
+                return self.ingest(
+                    info.location,
+                    source=name,
+                    progress=progress,
+                    embedder=embedder,
+                    trigger=trigger,
+                    store=store,
+                    **options,
+                )
         except Exception as exc:  # recorded, so `pgcite sources` says why, and the schedule waits its interval
             with contextlib.suppress(Exception), self.writer() as store:  # a database that is down: exc says so
                 sync_rows.record(
