@@ -179,6 +179,19 @@ def test_a_caller_over_the_rate_limit_gets_429_with_retry_after(core: Pgcite, em
     assert guesses == [401, 401, 401, 429]  # guessing keys is limited too
 
 
+def test_two_servers_on_one_database_share_the_limit(core: Pgcite, embedder, keys: dict):
+    """Limits were per process: 40 requests of one key alternating between two servers all got 200."""
+    settings = dataclasses.replace(core.settings, serve_rate_limit=4)
+    key = core.create_key("two-servers")  # a key of its own: counts live a minute in the database
+    try:
+        with Pgcite(settings, embedder=embedder) as first, Pgcite(settings, embedder=embedder) as second, \
+                running(first) as one, running(second) as two:
+            statuses = [call(url, "/v1/search?q=spin", key=key).status for url in (one, two) * 3]
+    finally:
+        core.revoke_key("two-servers")
+    assert statuses == [200, 200, 200, 200, 429, 429]
+
+
 def test_keys_from_the_command_line(core: Pgcite):
     env = {**os.environ, "PGCITE_DATABASE_URL": core.settings.database_url, "PGCITE_HOME": str(core.settings.home)}
     run = lambda *args: subprocess.run([sys.executable, "-m", "pgcite", "keys", *args], env=env,  # noqa: E731

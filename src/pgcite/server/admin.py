@@ -96,7 +96,7 @@ def add_admin_routes(
                 body = await request.body()  # BodyLimit allows webhooks.MAX_BYTES here
             host = webhooks.verify(request.headers, body, secret)
         except PgciteError:
-            refused(request)  # refusals count against the sender's rate limit
+            await anyio.to_thread.run_sync(refused, request)  # refusals count against the sender's limit
             raise
         location = core.source(name).location
         push = webhooks.push(host, request.headers, body)

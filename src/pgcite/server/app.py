@@ -78,7 +78,7 @@ class AskRequest(BaseModel):
 def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
     """The app; `host`: the address it is served on (on loopback, /mcp also checks Host and Origin)."""
     jobs = Jobs(core)
-    limit = RateLimit(core.settings.serve_rate_limit)
+    limit = RateLimit(core.settings.serve_rate_limit, core.settings)
     mcp = agents_http.streamable(core, host)
 
     @contextlib.asynccontextmanager
@@ -86,6 +86,7 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
         async with mcp.session_manager.run():
             yield
         await anyio.to_thread.run_sync(jobs.close)  # queued jobs are dropped; a running one finishes
+        limit.close()
 
     app = FastAPI(title="pgcite", summary="Cited answers from your documentation.", version="0.1.0", lifespan=lifespan)
     app.add_middleware(NulGuard)

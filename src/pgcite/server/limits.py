@@ -1,14 +1,17 @@
-"""Limits of the HTTP server: the size of a request body, and requests a minute per caller."""
+"""Limits of the HTTP server: the size of a request body, and requests a minute per caller (shared by
+every server on the database)."""
 
 from __future__ import annotations
 
 import json
 import math
 import threading
-import time
-from collections import deque
 
+from psycopg_pool import ConnectionPool
+
+from pgcite.config import Settings
 from pgcite.errors import PgciteError
+from pgcite.store import Store
 
 
 class BodyLimit:
@@ -89,28 +92,35 @@ async def _reply_too_large(send, limit: int) -> None:
 
 
 class RateLimit:
-    """At most `per_minute` requests in any 60 s per caller (0: no limit); over it, 429 with
-    Retry-After in seconds."""
+    """At most `per_minute` requests in any 60 s per caller (0: no limit), counted in PostgreSQL so
+    that every server on the database shares the count; over it, 429 with Retry-After in seconds."""
 
-    WINDOW = 60.0
-
-    def __init__(self, per_minute: int) -> None:
-        self.per_minute = per_minute
-        self._seen: dict[str, deque[float]] = {}
+    def __init__(self, per_minute: int, settings: Settings) -> None:
+        self.per_minute, self._settings = per_minute, settings
+        self._pool: ConnectionPool | None = None
         self._lock = threading.Lock()
 
     def check(self, caller: str) -> None:
         if self.per_minute <= 0:
             return
-        now = time.monotonic()
-        with self._lock:
-            times = self._seen.setdefault(caller, deque())
-            while times and times[0] <= now - self.WINDOW:
-                times.popleft()
-            if len(times) >= self.per_minute:
-                wait = math.ceil(times[0] + self.WINDOW - now)
-                raise RateLimited(f"over {self.per_minute} requests a minute; try again in {wait} s", wait)
-            times.append(now)
+        with self._connections().connection() as conn:
+            row = conn.execute("SELECT pgcite_rate_hit(%s, %s)", (caller, self.per_minute)).fetchone()
+        wait = math.ceil(row[0]) if row else 0
+        if wait > 0:
+            raise RateLimited(f"over {self.per_minute} requests a minute; try again in {wait} s", wait)
+
+    def _connections(self) -> ConnectionPool:
+        with self._lock:  # a few connections of the server's own login: the query path's may not write
+            if self._pool is None:
+                dsn, _ = Store.locate(self._settings)
+                self._pool = ConnectionPool(
+                    dsn, min_size=1, max_size=4, kwargs={"autocommit": True}, timeout=10, name="pgcite-rate", open=True
+                )
+            return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
 
 
 class RateLimited(PgciteError):

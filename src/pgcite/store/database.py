@@ -84,10 +84,7 @@ class Store:
         """Connect (starting the embedded server if no DSN is set) and bring the schema up to date.
 
         read_only: the query path. Runs with read-only transactions as the pgcite_reader role."""
-        if settings.database_url:
-            dsn, where = settings.database_url, _where(settings.database_url)
-        else:
-            dsn, where = server.start(settings.home), f"embedded PostgreSQL in {settings.home}"
+        dsn, where = cls.locate(settings)
         try:
             conn = psycopg.connect(dsn, autocommit=True, connect_timeout=10)
         except psycopg.OperationalError as exc:
@@ -97,6 +94,13 @@ class Store:
         if read_only:
             cls.configure_reader(conn)
         return store
+
+    @staticmethod
+    def locate(settings: Settings) -> tuple[str, str]:
+        """The DSN to connect with (starting the embedded server when none is set), and where that is."""
+        if settings.database_url:
+            return settings.database_url, _where(settings.database_url)
+        return server.start(settings.home), f"embedded PostgreSQL in {settings.home}"
 
     def close(self) -> None:
         self.conn.close()

@@ -230,4 +230,33 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE api_keys ADD COLUMN origins text[];
     """,
+    # 16: rate limits shared by every server on the database (server/limits.py): one row per request
+    # counted in the last minute, per bucket (a key, an address). Unlogged: a crash may forget them.
+    # The function counts under a lock per bucket, so two servers never both let the limit's last
+    # request through; it returns the seconds to wait, 0 when the request may go.
+    """
+    CREATE UNLOGGED TABLE rate_hits (
+        bucket text NOT NULL,
+        at     timestamptz NOT NULL DEFAULT clock_timestamp()
+    );
+    CREATE INDEX rate_hits_bucket_idx ON rate_hits (bucket, at);
+    CREATE FUNCTION pgcite_rate_hit(p_bucket text, p_limit int) RETURNS double precision
+    LANGUAGE plpgsql AS $$
+    DECLARE
+        counted int;
+        oldest timestamptz;
+    BEGIN
+        PERFORM pg_advisory_xact_lock(hashtextextended('pgcite:rate:' || p_bucket, 0));
+        DELETE FROM rate_hits WHERE bucket = p_bucket AND at <= clock_timestamp() - interval '60 seconds';
+        SELECT count(*), min(at) INTO counted, oldest FROM rate_hits WHERE bucket = p_bucket;
+        IF counted >= p_limit THEN
+            RETURN greatest(extract(epoch FROM oldest + interval '60 seconds' - clock_timestamp()), 0.001);
+        END IF;
+        INSERT INTO rate_hits (bucket) VALUES (p_bucket);
+        IF random() < 0.01 THEN  -- now and then, the buckets nobody uses any more
+            DELETE FROM rate_hits WHERE at <= clock_timestamp() - interval '60 seconds';
+        END IF;
+        RETURN 0;
+    END $$;
+    """,
 ]
