@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from pgcite import access
@@ -29,6 +30,7 @@ from pgcite.publish.pages import PageOps
 from pgcite.retrieval.rerank import ChatChooser, Reranker, RerankServer
 from pgcite.retrieval.search import search
 from pgcite.store import SourceInfo, Store, sync_rows
+from pgcite.store.health import Health
 from pgcite.store.status import Status
 from pgcite.store.status import status as status_of
 from pgcite.vocabulary import SearchFilter, SearchHit, check_name
@@ -72,6 +74,8 @@ class Pgcite(LogOps, PageOps, access.KeyOps):
         self._identity_checked = False
         self._lock = threading.Lock()
         self.answer_log = AnswerLog(settings) if settings.answer_log else None
+        # After an outage, the pool's dead connections are dropped at once.
+        self.health = Health(settings, self._dsn, self._password, lambda: self._pool.check() if self._pool else None)
 
     def close(self) -> None:
         if self.answer_log is not None:
@@ -150,6 +154,7 @@ class Pgcite(LogOps, PageOps, access.KeyOps):
                     name="pgcite-read",
                     open=True,
                 )
+        self.health.check()  # during an outage: 503 at once, not after the pool's timeout
         try:
             with self._pool.connection() as conn:
                 yield Store(conn, self.where)
@@ -158,6 +163,9 @@ class Pgcite(LogOps, PageOps, access.KeyOps):
                 f"no database connection came free within {self.POOL_TIMEOUT:g} s at {self.where}; "
                 "the server is overloaded or PostgreSQL is down"
             ) from None
+        except psycopg.OperationalError as exc:  # the connection went, or cannot be made
+            self.health.failed(exc)
+            raise
 
     @contextlib.contextmanager
     def writer(self) -> Iterator[Store]:

@@ -41,6 +41,7 @@ from pgcite.server.log import add_log_routes
 from pgcite.server.streams import error_body, event_stream, guarded, sse
 from pgcite.server.web import add_web_routes
 from pgcite.store import SEARCH_MODES
+from pgcite.store.health import RETRY_AFTER, DatabaseDown
 from pgcite.vocabulary import MAX_QUESTION_CHARS, Delta, SearchFilter, Sources
 
 log = logging.getLogger("pgcite.server.app")
@@ -79,6 +80,8 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
     """The app; `host`: the address it is served on (on loopback, /mcp also checks Host and Origin)."""
     jobs = Jobs(core)
     limit = RateLimit(core.settings.serve_rate_limit, core.settings)
+    # An outage is one line of ours (store/health.py), not the pool's warning at every reconnect attempt.
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     mcp = agents_http.streamable(core, host)
 
     @contextlib.asynccontextmanager
@@ -102,14 +105,16 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
         response = _error(exc.status, str(exc), exc.kind)
         if exc.kind == "unauthorized":
             response.headers["WWW-Authenticate"] = "Bearer"
-        if isinstance(exc, RateLimited):
+        if isinstance(exc, RateLimited | DatabaseDown):
             response.headers["Retry-After"] = str(exc.retry_after)
         return response
 
     @app.exception_handler(psycopg.Error)
     async def _database_error(request: Request, exc: psycopg.Error) -> JSONResponse:
         first = first_line(exc)
-        return _error(503, f"database: {first}; check the server and try again", "unavailable")
+        response = _error(503, f"database: {first}; check the server and try again", "unavailable")
+        response.headers["Retry-After"] = str(RETRY_AFTER)
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -140,7 +145,9 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
             checks["database"] = True
             checks["schema"] = status.schema_current
         except PgciteError as exc:
-            return _error(503, str(exc), exc.kind)
+            response = _error(503, str(exc), exc.kind)
+            response.headers["Retry-After"] = str(RETRY_AFTER)
+            return response
         ready = all(checks.values())
         log = core.answer_log
         return JSONResponse(

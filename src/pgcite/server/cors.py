@@ -10,10 +10,12 @@ import urllib.parse
 from collections.abc import Callable
 
 import anyio.to_thread
+import psycopg
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from pgcite.errors import PgciteError
 from pgcite.server.streams import error_body
 
 PATHS = re.compile(r"^/v1/(?:ask|search|sources|answers/[^/]+/feedback)$")
@@ -38,7 +40,10 @@ class BrowserOrigins:
         if origin is None or not PATHS.match(scope["path"]):
             await self.app(scope, receive, send)
             return
-        granted = await anyio.to_thread.run_sync(self.granted, origin)
+        try:
+            granted = await anyio.to_thread.run_sync(self.granted, origin)
+        except (PgciteError, psycopg.Error):  # the database is down: no grant; the request then says why
+            granted = False
         if scope["method"] == "OPTIONS" and "access-control-request-method" in Headers(scope=scope):
             response: Response = (
                 Response(status_code=204, headers=_preflight(origin))

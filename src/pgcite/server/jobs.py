@@ -18,11 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psycopg
+
 from pgcite.core import Pgcite
 from pgcite.embedding.models import Embedder, make_embedder
-from pgcite.errors import PgciteError
+from pgcite.errors import PgciteError, first_line
 from pgcite.ingest.report import IngestReport, Progress
 from pgcite.store import sync_rows
+from pgcite.store.health import DatabaseDown
 
 log = logging.getLogger("pgcite.server.jobs")
 
@@ -129,8 +132,10 @@ class Jobs:
             try:
                 with self._core.reader() as store:
                     due = sync_rows.due(store)
-            except Exception:  # the database is down: the next tick tries again
-                log.warning("could not look for scheduled syncs", exc_info=True)
+            except DatabaseDown:  # the outage is logged once (store/health.py); the next tick tries again
+                continue
+            except (PgciteError, psycopg.Error) as exc:
+                log.warning("could not look for scheduled syncs: %s", first_line(exc))
                 continue
             with self._lock:
                 busy = {j.source for j in self._jobs.values() if j.finished_at is None}
