@@ -118,9 +118,10 @@ def test_the_page_and_its_files_are_served_with_strict_headers(base: str):
         assert reply.headers["X-Content-Type-Options"] == "nosniff"
         assert reply.headers["Referrer-Policy"] == "no-referrer"
         assert re.fullmatch(r"no-cache|(public, )?max-age=\d{1,4}", reply.headers["Cache-Control"])
-    for name in ("nope.js", "..%2Fweb.py", "index.html%00", "__init__.py"):
+    for name in ("nope.js", "..%2Fweb.py", "__init__.py"):
         missing = call(base, f"/static/{name}")
         assert missing.status == 404 and missing.body["error"]["type"] == missing.body["error"]["code"] == "not_found"
+    assert call(base, "/static/index.html%00").status == 400  # a NUL in a path: the client's mistake
     assert "/" not in call(base, "/openapi.json").body["paths"]
 
 

@@ -180,6 +180,11 @@ def test_other_keys_are_refused_from_a_page(site, base: str, core: Pgcite):
         refused = call(base, "/v1/ask", {"question": ROTATE}, key=reader, headers={"Origin": origin})
         assert refused.status == 403 and "may not be used from a web page" in refused.body["error"]["message"]
         assert call(base, "/v1/ask", {"question": ROTATE}, key=reader).status == 200  # from a server, as before
+        # The server's own page behind a proxy that rewrites Host is not a stranger.
+        proxied = {"Origin": "https://docs-answers.example", "X-Forwarded-Host": "docs-answers.example"}
+        assert call(base, "/v1/ask", {"question": ROTATE}, key=reader, headers=proxied).status == 200
+        own = {"Origin": "https://docs-answers.example", "Sec-Fetch-Site": "same-origin"}
+        assert call(base, "/v1/ask", {"question": ROTATE}, key=reader, headers=own).status == 200
     finally:
         core.revoke_key("server-side")
 

@@ -40,6 +40,7 @@ def _one_line(text: str) -> str:
 
 def _link(page: PageText, href: str) -> str:
     note = f": {_one_line(page.description)}" if page.description else ""
+    href = href.replace(" ", "%20").replace("(", "%28").replace(")", "%29")  # a Markdown link ends at ")"
     return f"- [{_one_line(page.title) or page.path}]({href}){note}"
 
 
@@ -56,6 +57,7 @@ def _section_names(pages: Sequence[PageText], base_url: str) -> list[str]:
 
 
 def summary(site: Site) -> str:
+    """The blockquote under the title: the home page's description, or what the source holds."""
     home = next((p for p in site.pages if copy_name(p, site.base_url) == "index.md" and p.description), None)
     return _one_line(home.description) if home else f"The documentation of {site.name}: {len(site.pages)} pages."
 

@@ -26,9 +26,12 @@ def page_origin(headers: Headers) -> str | None:
     """The origin of a web page on another site that sent this request; None for the server's own
     page and for clients that are not browsers (they send no Origin)."""
     origin = headers.get("origin")
-    if not origin:
+    # Sec-Fetch-Site is the browser's own word (no script may set it): a proxy that rewrites Host does
+    # not turn the server's own page into a stranger.
+    if not origin or headers.get("sec-fetch-site") == "same-origin":
         return None
-    return None if urllib.parse.urlsplit(origin).netloc == headers.get("host") else origin
+    here = {headers.get("host"), headers.get("x-forwarded-host")}
+    return None if urllib.parse.urlsplit(origin).netloc in here else origin
 
 
 class BrowserOrigins:
