@@ -5,9 +5,7 @@ signed with the server's webhook secret instead of a key, asks for a sync too.""
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 
 import anyio
 from fastapi import Depends, FastAPI, Request
@@ -19,7 +17,7 @@ from pgcite.core import Pgcite
 from pgcite.errors import PgciteError
 from pgcite.ingest.sync import parse_interval
 from pgcite.server import webhooks
-from pgcite.server.jobs import Job, Jobs
+from pgcite.server.jobs import Job, Jobs, receipt, temporary_folder, to_json
 
 ZIP_MAGIC = b"PK\x03\x04"
 WEBHOOK_BODIES = 4  # webhook bodies read at once: 100 MB at most in memory
@@ -38,7 +36,7 @@ def add_admin_routes(
     reading = anyio.Semaphore(WEBHOOK_BODIES)
 
     def accepted(job: Job) -> JSONResponse:
-        return JSONResponse({"job": job.to_json()}, status_code=202, headers={"Location": f"/v1/jobs/{job.id}"})
+        return JSONResponse({"job": to_json(job)}, status_code=202, headers={"Location": f"/v1/jobs/{job.id}"})
 
     @app.post("/v1/sources/{name}/ingest", status_code=202)
     async def ingest(name: str, request: Request, base_url: str = "", caller: Caller = Depends(write_access)):
@@ -46,7 +44,7 @@ def add_admin_routes(
         /v1/sources/{name}/sync. Returns the job; GET /v1/jobs/{id} follows it."""
         check_writes(caller, name)
         core.check_new_source(name)  # refused now, not as a failed job after the 202
-        folder = Path(tempfile.mkdtemp(prefix="pgcite-upload-"))
+        folder = temporary_folder()
         upload = folder / "upload.zip"
         try:
             with upload.open("wb") as out:
@@ -61,13 +59,14 @@ def add_admin_routes(
                 )
             if not head and base_url:
                 raise PgciteError("base_url goes with an uploaded zip; a sync reads the source as it was ingested")
-        except BaseException:
+            # Stored with the job before the 202, so any server may run it, even after this one dies.
+            job = await anyio.to_thread.run_sync(lambda: jobs.ingest(name, upload, base_url=base_url)) if head else None
+        finally:
             shutil.rmtree(folder, ignore_errors=True)
-            raise
-        if head:  # the job deletes the upload when it ends
-            return accepted(jobs.ingest(name, folder, base_url=base_url))
-        shutil.rmtree(folder, ignore_errors=True)
-        return accepted(jobs.sync(name, "api", core.source(name, caller.sources).location))
+        if job is not None:
+            return accepted(job)
+        location = core.source(name, caller.sources).location
+        return accepted(await anyio.to_thread.run_sync(jobs.sync, name, "api", location))
 
     @app.post("/v1/sources/{name}/sync", status_code=202)
     def sync(name: str, caller: Caller = Depends(write_access)) -> JSONResponse:
@@ -102,14 +101,14 @@ def add_admin_routes(
         push = webhooks.push(host, request.headers, body)
         if push.ignored:
             return JSONResponse({"ignored": push.ignored}, status_code=200)
-        job = jobs.sync(name, host, location)
-        return JSONResponse({"job": job.receipt()}, status_code=202)
+        job = await anyio.to_thread.run_sync(jobs.sync, name, host, location)
+        return JSONResponse({"job": receipt(job)}, status_code=202)
 
     @app.get("/v1/jobs/{job_id}")
     def job(job_id: str, caller: Caller = Depends(write_access)) -> dict:
         job = jobs.get(job_id)
         check_writes(caller, job.source)
-        return {"job": job.to_json()}
+        return {"job": to_json(job)}
 
     @app.delete("/v1/sources/{name}")
     def remove(name: str, caller: Caller = Depends(write_access)) -> dict:

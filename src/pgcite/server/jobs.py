@@ -1,5 +1,7 @@
-"""Ingest and sync jobs of the server: run one at a time in a worker thread, on an embedder of their
-own, so searches and answers keep the warm model and are never queued behind an ingest.
+"""Ingest and sync jobs of the server, kept in PostgreSQL (store/jobs_sql.py) so that every server on
+the database shares them: a job accepted by one is run by whichever takes it first, one at a time per
+server in a worker thread, on an embedder of its own (searches keep the warm model). A job outlives a
+server that dies: its lease runs out and another server takes it over.
 
 A sync asked for while one of the same source waits to start is that one: a burst of pushes makes
 one sync, and one asked for during a sync runs once after it. A scheduler thread asks for the
@@ -7,149 +9,154 @@ syncs of the sources whose interval has passed (store/sync_rows.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import os
 import shutil
+import socket
+import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import psycopg
 
 from pgcite.core import Pgcite
 from pgcite.embedding.models import Embedder, make_embedder
 from pgcite.errors import PgciteError, first_line
-from pgcite.ingest.report import IngestReport, Progress
-from pgcite.store import sync_rows
+from pgcite.ingest.report import IngestReport
+from pgcite.store import Store, jobs_sql, sync_rows
 from pgcite.store.health import DatabaseDown
+from pgcite.store.jobs_sql import JobRow
 
 log = logging.getLogger("pgcite.server.jobs")
 
-KEEP_FINISHED = 100  # finished jobs remembered, newest first
 SCHEDULE_TICK = 1.0  # seconds between looks for sources due a scheduled sync
+POLL = 0.5  # seconds between looks for a job to take, when there was none
+LEASE = 30.0  # seconds a job stays this server's without a renewal
+RENEW = 5.0  # seconds between renewals while it runs
 # Seconds a sync waits before it starts, taking in the asks that come meanwhile: the webhooks of a
 # burst of pushes (a merge train, a push of several branches) make one sync.
 SYNC_SETTLE = 2.0
+_FOLDER = "pgcite-job-"  # temporary folders: pgcite-job-<pid>-..., removed when their process is gone
+
+Job = JobRow
 
 
-@dataclass
-class Job:
-    id: str
-    source: str
-    location: str
-    kind: str = "ingest"  # ingest (of an upload), sync (from the source's own location)
-    trigger: str = ""  # what asked for it: api, github, gitlab, schedule
-    requests: int = 1  # the asks this one job answers
-    state: str = "queued"  # queued, running, done, failed
-    files_read: int = 0
-    chunks_embedded: int = 0
-    chunks_reused: int = 0
-    summary: str = ""
-    error: str = ""
-    created_at: float = field(default_factory=time.time)
-    finished_at: float | None = None
+def to_json(job: JobRow) -> dict:
+    shown = dataclasses.asdict(job)
+    del shown["base_url"]
+    return shown
 
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
 
-    def receipt(self) -> dict:
-        """What a git host's webhook is answered with: no path of this server's."""
-        return {"id": self.id, "source": self.source, "kind": self.kind, "trigger": self.trigger, "state": self.state}
+def receipt(job: JobRow) -> dict:
+    """What a git host's webhook is answered with: no path of this server's."""
+    return {"id": job.id, "source": job.source, "kind": job.kind, "trigger": job.trigger, "state": job.state}
+
+
+def temporary_folder() -> Path:
+    return Path(tempfile.mkdtemp(prefix=f"{_FOLDER}{os.getpid()}-"))
+
+
+def _remove_orphans() -> None:
+    """The folders of servers killed mid-job (their uploads are kept in the database)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_FOLDER}*"):
+        pid = folder.name.removeprefix(_FOLDER).split("-", 1)[0]
+        if pid.isdigit() and not psutil.pid_exists(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 class Jobs:
     def __init__(self, core: Pgcite) -> None:
         self._core = core
-        self._jobs: dict[str, Job] = {}
-        self._waiting: dict[str, Job] = {}  # source -> its sync not yet started
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._store: Store | None = None
         self._lock = threading.Lock()
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pgcite-ingest")
         self._embedder: Embedder | None = None
         self._closing = threading.Event()
+        _remove_orphans()
+        self._worker = threading.Thread(target=self._work, name="pgcite-jobs", daemon=True)
+        self._worker.start()
         threading.Thread(target=self._schedule, name="pgcite-schedule", daemon=True).start()
 
-    def ingest(self, source: str, upload: Path, *, base_url: str = "") -> Job:
-        """Queue an ingest of the zip in the temporary folder `upload` as `source`; the folder is
-        deleted when the job ends."""
-        job = Job(uuid.uuid4().hex, source, "upload")
+    @contextlib.contextmanager
+    def _db(self) -> Iterator[psycopg.Connection]:
+        """The jobs' own connection (it writes), opened again after a failure."""
         with self._lock:
-            self._remember(job)
-        self._worker.submit(
-            self._run,
-            job,
-            lambda progress: self._core.ingest(
-                str(upload / "upload.zip"),
-                source=source,
-                base_url=base_url,
-                embedder=self._embedder,
-                progress=progress,
-                trigger="upload",
-                uploaded=True,
-            ),
-            upload,
-        )
+            if self._store is None or self._store.conn.closed or self._store.conn.broken:
+                self._store = Store.open(self._core.settings)
+            try:
+                yield self._store.conn
+            except psycopg.OperationalError:
+                self._store.close()
+                self._store = None
+                raise
+
+    def ingest(self, source: str, upload: Path, *, base_url: str = "") -> JobRow:
+        """Queue an ingest of the zip `upload`, stored with the job before this returns."""
+
+        def parts() -> Iterator[bytes]:
+            with upload.open("rb") as f:
+                while part := f.read(jobs_sql.UPLOAD_PART):
+                    yield part
+
+        with self._db() as conn:
+            return jobs_sql.add_ingest(conn, uuid.uuid4().hex, source, base_url, parts())
+
+    def sync(self, source: str, trigger: str, location: str = "") -> JobRow:
+        """Queue a sync of `source` (Pgcite.sync), or count this ask on the one already waiting."""
+        with self._db() as conn:
+            return jobs_sql.add_sync(conn, uuid.uuid4().hex, source, trigger, location, SYNC_SETTLE)
+
+    def get(self, job_id: str) -> JobRow:
+        with self._db() as conn:
+            job = jobs_sql.get(conn, job_id)
+        if job is None:
+            raise PgciteError(f"no job {job_id!r} (finished jobs are kept a week)", kind="not_found")
         return job
-
-    def sync(self, source: str, trigger: str, location: str = "") -> Job:
-        """Queue a sync of `source` (Pgcite.sync), or return the one already waiting to start."""
-        with self._lock:
-            if (waiting := self._waiting.get(source)) is not None:
-                waiting.requests += 1
-                return waiting
-            job = self._waiting[source] = Job(uuid.uuid4().hex, source, location, kind="sync", trigger=trigger)
-            self._remember(job)
-        self._worker.submit(
-            self._run,
-            job,
-            lambda progress: self._core.sync(source, trigger=trigger, embedder=self._embedder, progress=progress),
-        )
-        return job
-
-    def _remember(self, job: Job) -> None:  # with the lock held
-        self._jobs[job.id] = job
-        finished = [j for j in self._jobs.values() if j.finished_at is not None]
-        for old in sorted(finished, key=lambda j: j.finished_at or 0)[:-KEEP_FINISHED]:
-            del self._jobs[old.id]
-
-    def get(self, job_id: str) -> Job:
-        with self._lock:
-            if job_id not in self._jobs:
-                raise PgciteError(
-                    f"no job {job_id!r} (finished jobs are kept until the server restarts)", kind="not_found"
-                )
-            return self._jobs[job_id]
 
     def close(self) -> None:
+        """Stop taking jobs; a running one finishes. Queued ones stay for the next server to take."""
         self._closing.set()
-        self._worker.shutdown(wait=True, cancel_futures=True)
+        self._worker.join()
+        if self._store is not None:
+            self._store.close()
 
     def _schedule(self) -> None:
         while not self._closing.wait(SCHEDULE_TICK):
             try:
                 with self._core.reader() as store:
                     due = sync_rows.due(store)
+                for source in due:
+                    self.sync(source, "schedule")
             except DatabaseDown:  # the outage is logged once (store/health.py); the next tick tries again
                 continue
             except (PgciteError, psycopg.Error) as exc:
                 log.warning("could not look for scheduled syncs: %s", first_line(exc))
-                continue
-            with self._lock:
-                busy = {j.source for j in self._jobs.values() if j.finished_at is None}
-            for source in due:
-                if source not in busy:  # due until its running sync records itself
-                    self.sync(source, "schedule")
 
-    def _run(self, job: Job, work: Callable[[Progress], IngestReport], upload: Path | None = None) -> None:
-        if job.kind == "sync":
-            self._closing.wait(max(0.0, job.created_at + SYNC_SETTLE - time.time()))
-        with self._lock:
-            if self._waiting.get(job.source) is job:  # a sync asked for from now on runs after this one
-                del self._waiting[job.source]
-        job.state = "running"
+    def _work(self) -> None:
+        while not self._closing.is_set():
+            try:
+                with self._db() as conn:
+                    job = jobs_sql.take(conn, self.owner, LEASE)
+            except (PgciteError, psycopg.Error):  # the database is down: its outage is logged elsewhere
+                job = None
+            if job is None:
+                self._closing.wait(POLL)
+            else:
+                self._run(job)
+
+    def _run(self, job: JobRow) -> None:
+        what = f"id={job.id} kind={job.kind} source={job.source!r} trigger={job.trigger or 'api'}"
+        log.info("job started: %s", what)
+        done = threading.Event()
+        renewer = threading.Thread(target=self._renew, args=(job, done), name="pgcite-job-lease", daemon=True)
+        renewer.start()
+        folder = temporary_folder()
 
         def progress(path: str, report: IngestReport) -> None:
             job.files_read, job.chunks_embedded, job.chunks_reused = (
@@ -158,12 +165,10 @@ class Jobs:
                 report.chunks_reused,
             )
 
-        what = f"id={job.id} kind={job.kind} source={job.source!r} trigger={job.trigger or 'api'}"
-        log.info("job started: %s", what)
         try:
             if self._embedder is None:
                 self._embedder = make_embedder(self._core.settings)
-            report = work(progress)
+            report = self._work_of(job, folder)(progress)
             progress("", report)
             job.summary, job.state = report.summary(), "done"
         except PgciteError as exc:
@@ -172,11 +177,48 @@ class Jobs:
             job.error, job.state = f"internal error ({exc.__class__.__name__}: {exc})", "failed"
             log.exception("job %s: internal error", job.id)
         finally:
-            job.finished_at = time.time()
-            seconds = job.finished_at - job.created_at
+            done.set()
+            renewer.join()
+            shutil.rmtree(folder, ignore_errors=True)
+            self._finish(job)
+            seconds = time.time() - job.created_at
             if job.state == "done":
                 log.info("job done: %s seconds=%.1f summary=%r", what, seconds, job.summary)
             else:
                 log.warning("job failed: %s seconds=%.1f error=%r", what, seconds, job.error)
-            if upload is not None:
-                shutil.rmtree(upload, ignore_errors=True)
+
+    def _work_of(self, job: JobRow, folder: Path) -> Callable[..., IngestReport]:
+        if job.kind == "sync":
+            return lambda progress: self._core.sync(
+                job.source, trigger=job.trigger, embedder=self._embedder, progress=progress
+            )
+        upload = folder / "upload.zip"
+        with self._db() as conn, upload.open("wb") as out:
+            for part in jobs_sql.upload(conn, job.id):
+                out.write(part)
+        return lambda progress: self._core.ingest(
+            str(upload),
+            source=job.source,
+            base_url=job.base_url,
+            embedder=self._embedder,
+            progress=progress,
+            trigger="upload",
+            uploaded=True,
+        )
+
+    def _renew(self, job: JobRow, done: threading.Event) -> None:
+        while not done.wait(RENEW):
+            # A missed renewal: the next one makes up for it, or the lease runs out and says why.
+            with contextlib.suppress(PgciteError, psycopg.Error), self._db() as conn:
+                jobs_sql.renew(conn, job, self.owner, LEASE)
+
+    def _finish(self, job: JobRow) -> None:
+        job.finished_at = time.time()
+        for _ in range(10):  # the database may be back in a moment; else the lease runs out and says so
+            try:
+                with self._db() as conn:
+                    jobs_sql.finish(conn, job, self.owner)
+                return
+            except (PgciteError, psycopg.Error) as exc:
+                log.warning("job %s: could not record its end: %s", job.id, first_line(exc))
+                time.sleep(1)

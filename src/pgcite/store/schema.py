@@ -259,4 +259,37 @@ MIGRATIONS: list[str] = [
         RETURN 0;
     END $$;
     """,
+    # 17: the server's ingest and sync jobs (store/jobs_sql.py), shared by every server on the
+    # database: one queued sync per source at a time; an uploaded zip is kept with its job until it ends.
+    """
+    CREATE TABLE jobs (
+        id              text PRIMARY KEY,
+        source          text NOT NULL,
+        location        text NOT NULL DEFAULT '',
+        kind            text NOT NULL CHECK (kind IN ('ingest', 'sync')),
+        trigger         text NOT NULL DEFAULT '',
+        base_url        text NOT NULL DEFAULT '',
+        requests        int NOT NULL DEFAULT 1,
+        state           text NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'running', 'done', 'failed')),
+        run_after       timestamptz NOT NULL DEFAULT now(),
+        owner           text,
+        lease_until     timestamptz,
+        attempts        int NOT NULL DEFAULT 0,
+        files_read      int NOT NULL DEFAULT 0,
+        chunks_embedded int NOT NULL DEFAULT 0,
+        chunks_reused   int NOT NULL DEFAULT 0,
+        summary         text NOT NULL DEFAULT '',
+        error           text NOT NULL DEFAULT '',
+        created_at      timestamptz NOT NULL DEFAULT now(),
+        finished_at     timestamptz
+    );
+    CREATE UNIQUE INDEX jobs_one_waiting_sync ON jobs (source) WHERE kind = 'sync' AND state = 'queued';
+    CREATE INDEX jobs_queued_idx ON jobs (created_at) WHERE state = 'queued';
+    CREATE TABLE job_uploads (
+        job_id text NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+        part   int NOT NULL,
+        data   bytea NOT NULL,
+        PRIMARY KEY (job_id, part)
+    );
+    """,
 ]

@@ -59,9 +59,11 @@ def set_interval(store: Store, name: str, seconds: int | None) -> bool:
 
 
 def due(store: Store) -> list[str]:
-    """The scheduled sources whose interval has passed since their last sync, the longest waiting first."""
+    """The scheduled sources whose interval has passed since their last sync and that no sync waits
+    for or runs on (on any server), the longest waiting first."""
     rows = store.conn.execute(
         "SELECT name FROM sources WHERE sync_interval IS NOT NULL AND (synced_at IS NULL OR synced_at + sync_interval "
-        "<= now()) ORDER BY synced_at NULLS FIRST"
+        "<= now()) AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.source = sources.name AND jobs.kind = 'sync' "
+        "AND jobs.state IN ('queued', 'running')) ORDER BY synced_at NULLS FIRST"
     )
     return [name for (name,) in rows]
