@@ -43,15 +43,22 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="One JSON object
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, max=64, help="Processes on the one port, each with its own model.")
+    ] = 1,
 ) -> None:
-    """Serve the HTTP API (search, ask with streaming, OpenAI-compatible chat) until stopped."""
+    """Serve the HTTP API (search, ask with streaming, OpenAI-compatible chat, MCP) until stopped."""
     from pgcite.core import Pgcite
     from pgcite.server.app import serve as run_server
 
-    with Pgcite(cli_settings()) as app:
-        err.print("loading the embedding model...")
-        app.warm_up()
-        run_server(app, host, port)
+    with Pgcite(cli_settings()) as app:  # connects, migrates and reports a bad setting once, up front
+        if workers == 1:
+            err.print("loading the embedding model...")
+            app.warm_up()
+            run_server(app, host, port)
+            return
+    err.print(f"starting {workers} workers, each loading the embedding model...")
+    run_server(None, host, port, workers)
 
 
 def mcp(

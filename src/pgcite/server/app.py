@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import os
 from collections.abc import Iterator
 from typing import Literal
 
@@ -76,8 +77,9 @@ class AskRequest(BaseModel):
     previous: str | None = Field(default=None, max_length=MAX_QUESTION_CHARS)
 
 
-def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
-    """The app; `host`: the address it is served on (on loopback, /mcp also checks Host and Origin)."""
+def create_app(core: Pgcite, *, host: str = "127.0.0.1", owned: bool = False) -> FastAPI:
+    """The app; `host`: the address it is served on (on loopback, /mcp also checks Host and Origin);
+    owned: the app closes `core` when it stops (a worker's)."""
     jobs = Jobs(core)
     limit = RateLimit(core.settings.serve_rate_limit, core.settings)
     # An outage is one line of ours (store/health.py), not the pool's warning at every reconnect attempt.
@@ -88,8 +90,10 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1") -> FastAPI:
     async def lifespan(app: FastAPI):
         async with mcp.session_manager.run():
             yield
-        await anyio.to_thread.run_sync(jobs.close)  # queued jobs are dropped; a running one finishes
+        await anyio.to_thread.run_sync(jobs.close)  # a running job finishes; queued ones stay in the database
         limit.close()
+        if owned:
+            core.close()
 
     app = FastAPI(title="pgcite", summary="Cited answers from your documentation.", version="0.1.0", lifespan=lifespan)
     app.add_middleware(NulGuard)
@@ -273,9 +277,36 @@ def _ask_event(event) -> str:
     return sse("answer", shapes.answer(event))
 
 
-def serve(core: Pgcite, host: str, port: int) -> None:
+_HOST = "PGCITE_SERVE_HOST"  # the address, for the workers' apps (uvicorn starts them from an import)
+
+
+def serve(core: Pgcite | None, host: str, port: int, workers: int = 1) -> None:
+    """Serve `core`; with several workers, each process makes its own (worker_app) on one socket."""
     import uvicorn
 
     logging.getLogger("pgcite").setLevel(logging.INFO)  # a job's start, end or failure is one line each
-
+    if workers > 1:
+        os.environ[_HOST] = host
+        uvicorn.run(
+            "pgcite.server.app:worker_app",
+            factory=True,
+            workers=workers,
+            host=host,
+            port=port,
+            log_level="info",
+            access_log=True,
+        )
+        return
+    assert core is not None
     uvicorn.run(create_app(core, host=host), host=host, port=port, log_level="info", access_log=True)
+
+
+def worker_app() -> FastAPI:
+    """One worker process of `pgcite serve --workers N`: its own core (settings from the environment
+    and pgcite.toml, as the command read them), model loaded, closed when the worker stops."""
+    from pgcite.config import load_settings
+
+    logging.getLogger("pgcite").setLevel(logging.INFO)
+    core = Pgcite(load_settings())
+    core.warm_up()
+    return create_app(core, host=os.environ.get(_HOST, "127.0.0.1"), owned=True)
