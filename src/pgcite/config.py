@@ -89,6 +89,9 @@ class Settings:
     serve_max_upload_bytes: int = 200_000_000
     # The secret git hosts sign push webhooks with (POST /v1/sources/NAME/webhook); none: webhooks are off.
     webhook_secret: str = ""
+    # Seconds a running ingest or sync job stays its server's without a renewal (renewed every sixth of
+    # it): a server that died has its job taken over by another this long after.
+    job_lease: float = 30.0
     # The answer log (docs/answer-log.md): every answer is recorded unless this is off; rows older
     # than answer_log_days are deleted (0 keeps them all).
     answer_log: bool = True

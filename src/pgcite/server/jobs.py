@@ -37,8 +37,6 @@ log = logging.getLogger("pgcite.server.jobs")
 
 SCHEDULE_TICK = 1.0  # seconds between looks for sources due a scheduled sync
 POLL = 0.5  # seconds between looks for a job to take, when there was none
-LEASE = 30.0  # seconds a job stays this server's without a renewal
-RENEW = 5.0  # seconds between renewals while it runs
 # Seconds a sync waits before it starts, taking in the asks that come meanwhile: the webhooks of a
 # burst of pushes (a merge train, a push of several branches) make one sync.
 SYNC_SETTLE = 2.0
@@ -142,7 +140,7 @@ class Jobs:
         while not self._closing.is_set():
             try:
                 with self._db() as conn:
-                    job = jobs_sql.take(conn, self.owner, LEASE)
+                    job = jobs_sql.take(conn, self.owner, self._core.settings.job_lease)
             except (PgciteError, psycopg.Error):  # the database is down: its outage is logged elsewhere
                 job = None
             if job is None:
@@ -207,10 +205,11 @@ class Jobs:
         )
 
     def _renew(self, job: JobRow, done: threading.Event) -> None:
-        while not done.wait(RENEW):
+        lease = self._core.settings.job_lease
+        while not done.wait(lease / 6):
             # A missed renewal: the next one makes up for it, or the lease runs out and says why.
             with contextlib.suppress(PgciteError, psycopg.Error), self._db() as conn:
-                jobs_sql.renew(conn, job, self.owner, LEASE)
+                jobs_sql.renew(conn, job, self.owner, lease)
 
     def _finish(self, job: JobRow) -> None:
         job.finished_at = time.time()
