@@ -152,3 +152,21 @@ def test_a_keys_limit_holds_across_the_replicas(replicas):
     key = made.stdout.splitlines()[-1]
     statuses = [call(alive[i % len(alive)], "/v1/sources", key=key).status for i in range(32)]
     assert statuses == [200] * 30 + [429] * 2
+
+
+def test_a_schedule_kept_by_three_replicas_syncs_once_per_interval(replicas):
+    urls, processes, _, database = replicas
+    alive = [url for url, p in zip(urls, processes, strict=True) if p.poll() is None]
+    key = _admin_key(database)
+    count = "SELECT count(*), count(*) FILTER (WHERE state = 'failed') FROM jobs WHERE trigger = 'schedule'"
+    with psycopg.connect(database["PGCITE_DATABASE_URL"], autocommit=True) as conn:
+        assert call(alive[0], "/v1/sources/docs/schedule", {"every": "20s"}, key=key, method="PUT").status == 200
+        try:
+            deadline = time.monotonic() + 30
+            while conn.execute(count).fetchone()[0] == 0:  # every replica's scheduler looks each second
+                assert time.monotonic() < deadline, "no scheduled sync"
+                time.sleep(0.2)
+            time.sleep(8)  # well inside the interval: every replica has looked several times since
+            assert conn.execute(count).fetchone() == (1, 0)
+        finally:
+            call(alive[0], "/v1/sources/docs/schedule", {"every": "off"}, key=key, method="PUT")
