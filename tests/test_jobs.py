@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import logging
 import tempfile
 import time
 import zipfile
@@ -39,8 +40,9 @@ def _zip(text: str) -> bytes:
     return buffer.getvalue()
 
 
-def test_a_push_answered_202_is_synced_though_its_server_died_first(core: Pgcite, embedder, admin: str):
+def test_a_push_answered_202_is_synced_though_its_server_died_first(core: Pgcite, embedder, admin: str, caplog):
     """It was lost: a signed push, the server killed within 0.5 s, a restart, and no sync ever ran."""
+    caplog.set_level(logging.INFO, logger="pgcite.server.jobs")
     settings = core.settings
     first = Pgcite(settings, embedder=embedder)
     with first, running(first) as url:
@@ -51,6 +53,9 @@ def test_a_push_answered_202_is_synced_though_its_server_died_first(core: Pgcite
     with second, running(second) as url:
         job = wait_done(url, admin, accepted.body["job"]["id"], timeout=60)
     assert job["state"] == "done" and job["kind"] == "sync" and job["trigger"] == "github", job
+    lines = [r.getMessage() for r in caplog.records if r.name == "pgcite.server.jobs"]
+    what = f"id={job['id']} kind=sync source='widgets' trigger=github"
+    assert f"job started: {what}" in lines and any(m.startswith(f"job done: {what} seconds=") for m in lines)
 
 
 def test_an_upload_outlives_its_server_and_a_dead_servers_job_is_taken_over(core: Pgcite, embedder, admin: str):

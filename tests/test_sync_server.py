@@ -108,6 +108,12 @@ def test_gitlab_tokens_and_signatures_and_githubs_form_payloads_are_understood(b
     assert "not a push" in ping.body["ignored"] and "not to the default branch main" in feature.body["ignored"]
     assert "not a push" in tag.body["ignored"]
     assert github(base, "nope", push_payload()).status == 404  # signed, for a source that does not exist
+    # Signed, and nested 100,000 deep: JSON's parser gives up (RecursionError, a 500 once).
+    deep = b"[" * 100_000 + b"]" * 100_000
+    headers = {"X-GitHub-Event": "push", "Content-Type": "application/json",
+               "X-Hub-Signature-256": "sha256=" + hmac.new(SECRET.encode(), deep, hashlib.sha256).hexdigest()}
+    nested = call(base, "/v1/sources/other/webhook", deep, headers=headers)
+    assert nested.status == 400 and "nested too deep" in nested.body["error"]["message"]
 
 
 def test_a_gitlab_signing_token_is_checked_with_its_timestamp():

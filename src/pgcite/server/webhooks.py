@@ -124,6 +124,8 @@ def push(host: str, headers: Mapping[str, str], body: bytes) -> Push:
         if body.startswith(b"payload="):  # GitHub's form content type: the JSON in a form field
             body = urllib.parse.parse_qs(body.decode(), strict_parsing=True)["payload"][0].encode()
         payload = json.loads(body) if body else {}
+    except RecursionError:  # signed, yet nested deeper than any push payload (it was a 500)
+        raise PgciteError("the webhook's body is nested too deep to be a push payload") from None
     except (ValueError, KeyError, UnicodeDecodeError):
         raise PgciteError("the webhook's body is not JSON: set its content type to application/json") from None
     if not isinstance(payload, dict):
