@@ -58,3 +58,14 @@ def test_the_server_rides_out_its_embedded_database_dying(embedder, tmp_path, ca
     assert any(m.startswith("database available again") for m in outage), outage
     assert not [r for r in caplog.records if r.exc_info], "no traceback in the log"
     assert not [r for r in caplog.records if r.name.startswith("psycopg")], "nor the pool's reconnect attempts"
+
+
+def test_a_query_cancelled_by_a_timeout_is_not_an_outage(settings, embedder):
+    import psycopg
+
+    with Pgcite(settings, embedder=embedder) as app:
+        with pytest.raises(psycopg.errors.QueryCanceled), app.reader() as store, store.conn.transaction():
+            store.conn.execute("SET LOCAL statement_timeout = 1")
+            store.conn.execute("SELECT pg_sleep(1)")
+        assert app.health.down_since is None
+        assert app.status().schema_current  # served at once, no 503

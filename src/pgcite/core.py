@@ -164,7 +164,8 @@ class Pgcite(LogOps, PageOps, access.KeyOps):
                 "the server is overloaded or PostgreSQL is down"
             ) from None
         except psycopg.OperationalError as exc:  # the connection went, or cannot be made
-            self.health.failed(exc)
+            if not isinstance(exc, psycopg.errors.QueryCanceled):  # a timeout is a slow query, not an outage
+                self.health.failed(exc)
             raise
 
     @contextlib.contextmanager
