@@ -35,6 +35,9 @@ INSTRUCTIONS = (
     "is here. Quote the URLs you were given; they point at the published docs."
 )
 
+# The arguments search_docs and ask_docs share.
+SourceArg = Annotated[str | None, Field(description="Only this source (list_sources names them).")]
+VersionArg = Annotated[str | None, Field(description="A version label; default: each source's default version.")]
 _READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
 
@@ -163,14 +166,11 @@ def build(core: Pgcite, caller_of: CallerOf) -> MCPServer:
     @_reported
     def search_docs(
         query: Annotated[
-            str,
-            Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="What to look for, in words."),
+            str, Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="What to look for, in words.")
         ],
         ctx: Context,
-        source: Annotated[str | None, Field(description="Only this source (list_sources names them).")] = None,
-        version: Annotated[
-            str | None, Field(description="A version label; default: each source's default version.")
-        ] = None,
+        source: SourceArg = None,
+        version: VersionArg = None,
         k: Annotated[int, Field(ge=1, le=MAX_K, description="How many sections.")] = 5,
     ) -> Annotated[CallToolResult, SearchResult]:
         """Find the documentation sections that best match a query (hybrid vector and full-text search),
@@ -190,10 +190,8 @@ def build(core: Pgcite, caller_of: CallerOf) -> MCPServer:
             Field(min_length=1, max_length=MAX_QUESTION_CHARS, description="The question, as a person would ask it."),
         ],
         ctx: Context,
-        source: Annotated[str | None, Field(description="Only this source (list_sources names them).")] = None,
-        version: Annotated[
-            str | None, Field(description="A version label; default: each source's default version.")
-        ] = None,
+        source: SourceArg = None,
+        version: VersionArg = None,
     ) -> Annotated[CallToolResult, AskResult]:
         """Answer a question from the documentation only. Each claim ends with [n], a citation of
         the numbered sources (each with its URL), and every citation is checked against them. When

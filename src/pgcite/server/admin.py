@@ -17,7 +17,8 @@ from pgcite.core import Pgcite
 from pgcite.errors import PgciteError
 from pgcite.ingest.sync import parse_interval
 from pgcite.server import webhooks
-from pgcite.server.jobs import Job, Jobs, receipt, temporary_folder, to_json
+from pgcite.server.jobs import Jobs, receipt, temporary_folder, to_json
+from pgcite.store.jobs_sql import JobRow
 
 ZIP_MAGIC = b"PK\x03\x04"
 WEBHOOK_BODIES = 4  # webhook bodies read at once: 100 MB at most in memory
@@ -35,7 +36,7 @@ def add_admin_routes(
     """refused(request): counts a refused request against its address's rate limit."""
     reading = anyio.Semaphore(WEBHOOK_BODIES)
 
-    def accepted(job: Job) -> JSONResponse:
+    def accepted(job: JobRow) -> JSONResponse:
         return JSONResponse({"job": to_json(job)}, status_code=202, headers={"Location": f"/v1/jobs/{job.id}"})
 
     @app.post("/v1/sources/{name}/ingest", status_code=202)

@@ -42,8 +42,6 @@ POLL = 0.5  # seconds between looks for a job to take, when there was none
 SYNC_SETTLE = 2.0
 _FOLDER = "pgcite-job-"  # temporary folders: pgcite-job-<pid>-..., removed when their process is gone
 
-Job = JobRow
-
 
 def to_json(job: JobRow) -> dict:
     shown = dataclasses.asdict(job)
