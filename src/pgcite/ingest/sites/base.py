@@ -128,6 +128,7 @@ class Page:
     route: str  # relative to the base URL: "tutorial/cors/", "docs/next/cli", "" for the home page
     version: str  # "" when the site has no versions
     kind: str  # "page" or "changelog"
+    language: str = ""  # lower-case BCP 47 tag ("en", "pt-br"); "" when the site does not say
     problems: tuple[str, ...] = ()  # includes left out, one line each
     included: tuple[str, ...] = ()  # site paths of the files it includes (found or not)
 
@@ -155,6 +156,10 @@ class Site:
         self.versions: tuple[str, ...] = ()  # newest first
         self.default_version = ""  # what search answers from by default
         self.content_dirs: tuple[str, ...] = ("",)  # site paths of the folders holding pages
+        # The languages the site publishes (lower-case BCP 47 tags, the default first); () when its
+        # layout and configuration name none. A page's own is `language_of`.
+        self.languages: tuple[str, ...] = ()
+        self.default_language = ""
         self._digests: dict[str, str] = {}  # site path -> sha256 of an included file, this run
 
     @classmethod
@@ -191,6 +196,11 @@ class Site:
     def version_of(self, site_path: str) -> str:
         return ""
 
+    def language_of(self, site_path: str) -> str:
+        """The page's language, from where the site keeps it (a path alone: `--languages` leaves
+        pages out before reading them)."""
+        return self.default_language
+
     def dialect_for(self, site_path: str) -> Dialect:
         return self.dialect
 
@@ -222,6 +232,7 @@ class Site:
             self.route(site_path, front_matter),
             self.version_of(site_path),
             kind,
+            self.language_of(site_path),
             tuple(includes.problems),
             includes.tried,
         )
@@ -300,7 +311,7 @@ _LANGUAGES = {
 }
 
 
-def language_of(path: str) -> str:
+def fence_language(path: str) -> str:
     """A code fence's language for an included file, from its extension."""
     name = posixpath.basename(path).lower()
     return "dockerfile" if name == "dockerfile" else _LANGUAGES.get(posixpath.splitext(name)[1], "")

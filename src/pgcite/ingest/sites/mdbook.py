@@ -13,7 +13,7 @@ from typing import Any
 
 from pgcite.ingest.anchors import MDBOOK
 from pgcite.ingest.markdown import Dialect
-from pgcite.ingest.sites.base import Files, Includes, Site, code_fence, language_of, select_lines
+from pgcite.ingest.sites.base import Files, Includes, Site, code_fence, fence_language, select_lines
 
 __all__ = ["MdBook"]
 
@@ -68,7 +68,7 @@ class MdBook(Site):
                 text = select_lines(text, selector)
             text = _ANCHOR_MARK.sub("", text)
             if match["kind"] == "playground":
-                return code_fence(text, language_of(path))
+                return code_fence(text, fence_language(path))
             return self.prepare(text, includes.at(path), depth + 1) if path.endswith(".md") else text.rstrip("\n")
 
         return _OTHER_HELPER.sub("", _INCLUDE.sub(include, body))

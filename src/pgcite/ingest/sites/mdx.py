@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pgcite.ingest import markup
 from pgcite.ingest.anchors import GITHUB
 from pgcite.ingest.markdown import Dialect, split_front_matter
-from pgcite.ingest.sites.base import Includes, code_fence, language_of
+from pgcite.ingest.sites.base import Includes, code_fence, fence_language
 from pgcite.ingest.tags import iter_tags
 
 __all__ = ["MDX", "MdxPages", "prepare_mdx"]
@@ -130,7 +130,7 @@ def _inline_components(text: str, imports: _Imports, includes: Includes, depth: 
             if close and name in imports.raw:
                 code = includes.read(imports.raw[name], depth, imports.raw[name])
                 end = close.end
-                language = _language(tag.attrs) or language_of(imports.raw[name])
+                language = _language(tag.attrs) or fence_language(imports.raw[name])
                 replacement = (
                     "" if code is None else "\n\n" + code_fence(code, language, tag.attrs.get("title", "")) + "\n\n"
                 )

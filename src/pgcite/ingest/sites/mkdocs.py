@@ -16,7 +16,7 @@ import yaml
 from pgcite.ingest import markup
 from pgcite.ingest.anchors import PYTHON_MARKDOWN
 from pgcite.ingest.markdown import Dialect
-from pgcite.ingest.sites.base import Includes, Site, code_fence, indent_lines, language_of, select_lines
+from pgcite.ingest.sites.base import Includes, Site, code_fence, indent_lines, fence_language, select_lines
 
 __all__ = ["MkDocs"]
 
@@ -264,7 +264,7 @@ class MkDocs(Site):
             options = {m["name"]: m["value"] for m in _OPTION.finditer(match["options"])}
             code = select_lines(code, options.get("ln", ""))
             title = options.get("title", "").strip("\"'")
-            fenced = code_fence(code, language_of(match["path"]), title)
+            fenced = code_fence(code, fence_language(match["path"]), title)
             return indent_lines(fenced, match["indent"])
 
         def raw(match: re.Match[str]) -> str:

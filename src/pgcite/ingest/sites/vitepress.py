@@ -13,7 +13,7 @@ from typing import Any
 from pgcite.ingest import markup
 from pgcite.ingest.anchors import VITEPRESS
 from pgcite.ingest.markdown import Dialect
-from pgcite.ingest.sites.base import Includes, Site, code_fence, indent_lines, language_of, select_lines
+from pgcite.ingest.sites.base import Includes, Site, code_fence, indent_lines, fence_language, select_lines
 
 __all__ = ["VitePress"]
 
@@ -74,7 +74,7 @@ class VitePress(Site):
             code = region(code, match["region"]) or ""
         code = _REGION_MARK.sub("", code)
         options = (match["options"] or "").split()
-        language = next((o for o in options if not re.fullmatch(r"[\d,\s-]+", o)), "") or language_of(path)
+        language = next((o for o in options if not re.fullmatch(r"[\d,\s-]+", o)), "") or fence_language(path)
         fenced = code_fence(code, language, match["title"] or "")
         return indent_lines(fenced, match["indent"])
 
