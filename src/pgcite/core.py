@@ -267,6 +267,7 @@ class Pgcite(LogOps, PageOps, access.KeyOps):
         route_base: str | None = None,
         include_root: str | None = None,
         chunk_tokens: int | None = None,
+        languages: Sequence[str] | None = None,
         pull: bool = False,
         progress: Progress | None = None,
         embedder: Embedder | None = None,
@@ -294,6 +295,7 @@ class Pgcite(LogOps, PageOps, access.KeyOps):
             "route_base": route_base,
             "include_root": include_root,
             "chunk_tokens": chunk_tokens,
+            "languages": list(languages) if languages else None,
             "pull": pull,
         }
         settings = (
@@ -312,6 +314,7 @@ class Pgcite(LogOps, PageOps, access.KeyOps):
                 version=version,
                 site=site,
                 route_base=route_base,
+                languages=languages,
                 progress=progress,
                 options=options,
                 trigger=trigger,
@@ -382,6 +385,28 @@ class Pgcite(LogOps, PageOps, access.KeyOps):
         with self.reader() as store:
             rows = store.list_sources()
         return rows if allowed is None else [r for r in rows if r.name in allowed]
+
+    def why_nothing(self, filters: SearchFilter) -> str:
+        """Why a search with `filters` may have found nothing, when a source's version or language
+        leaves it without pages ("" when none does): said beside "No sections found"."""
+        scope = [filters.source] if filters.source else filters.allowed_sources
+        sources = self.sources(scope)
+        if filters.source and not sources:
+            return f"there is no source {filters.source!r}: `pgcite sources` lists them"
+        reasons = []
+        for s in sources:
+            versions = [v for v in s.versions if v]
+            if filters.version is None and versions and s.default_version not in s.versions:
+                reasons.append(
+                    f"source {s.name!r} has no pages in its default version {s.default_version!r}; it holds "
+                    f"{', '.join(versions)}: name one (--version, or `version`)"
+                )
+            elif filters.version is not None and versions and filters.version not in s.versions:
+                reasons.append(f"source {s.name!r} has no version {filters.version!r}; it holds {', '.join(versions)}")
+            wanted = (filters.language or "").lower()
+            if wanted and s.languages and not any(lang.split("-")[0] == wanted.split("-")[0] for lang in s.languages):
+                reasons.append(f"source {s.name!r} has no {wanted!r} pages; it holds {', '.join(s.languages)}")
+        return "; ".join(reasons)
 
     def require_source(self, name: str | None, allowed: Sequence[str] | None = None) -> None:
         """Fail with not_found unless `name` (when given) is a source the caller may read."""

@@ -59,6 +59,12 @@ class SearchFilter:
     # A version label (a site's own, or the one given at ingest with --version); None: each
     # source's default version, so an answer never mixes versions.
     version: str | None = None
+    # A language tag ("fr", "pt-br"); None: the question's own where a source has it, else the
+    # source's default language, so an answer never mixes languages (retrieval/languages.py).
+    language: str | None = None
+    # (source, language) pairs that language resolves to, for the sources with languages; set by
+    # retrieval before the store is asked. None: no source is narrowed to a language.
+    languages: tuple[tuple[str, str], ...] | None = None
     exclude_flagged: bool = False  # leave out chunks flagged as instructions to an AI
     # The sources a caller may read (an API key's scope); None: all of them.
     allowed_sources: tuple[str, ...] | None = None

@@ -38,6 +38,14 @@ INSTRUCTIONS = (
 # The arguments search_docs and ask_docs share.
 SourceArg = Annotated[str | None, Field(description="Only this source (list_sources names them).")]
 VersionArg = Annotated[str | None, Field(description="A version label; default: each source's default version.")]
+LanguageArg = Annotated[
+    str | None,
+    Field(
+        max_length=35,
+        description="A language tag (en, fr, pt-br); default: the question's own where a source has it, else "
+        "the source's default language.",
+    ),
+]
 _READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
 
@@ -100,6 +108,8 @@ class SourceEntry(BaseModel):
     base_url: str
     default_version: str = Field(description="The version searched unless one is named.")
     versions: list[str]
+    default_language: str = Field(description="The language read unless the question or the caller names another.")
+    languages: dict[str, int] = Field(description="Its languages, each with its number of pages.")
     pages: int
     sections: int
 
@@ -158,9 +168,11 @@ def build(core: Pgcite, caller_of: CallerOf) -> MCPServer:
         "pgcite", title="pgcite", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING"
     )
 
-    def filters(caller: Caller, source: str | None, version: str | None) -> SearchFilter:
+    def filters(caller: Caller, source: str | None, version: str | None, language: str | None) -> SearchFilter:
         core.require_source(source, caller.sources)
-        return SearchFilter(source=source, version=version, exclude_flagged=True, allowed_sources=caller.sources)
+        return SearchFilter(
+            source=source, version=version, language=language, exclude_flagged=True, allowed_sources=caller.sources
+        )
 
     @server.tool(annotations=_READ_ONLY)
     @_reported
@@ -171,16 +183,22 @@ def build(core: Pgcite, caller_of: CallerOf) -> MCPServer:
         ctx: Context,
         source: SourceArg = None,
         version: VersionArg = None,
+        language: LanguageArg = None,
         k: Annotated[int, Field(ge=1, le=MAX_K, description="How many sections.")] = 5,
     ) -> Annotated[CallToolResult, SearchResult]:
         """Find the documentation sections that best match a query (hybrid vector and full-text search),
         best first, each with its published URL and full text. Use ask_docs for an answer written from
         them with citations."""
         caller = caller_of(ctx)
-        hits = core.search(query, k=k, filters=filters(caller, source, version), origin=Origin(CHANNEL, caller.name))
+        hits = core.search(
+            query, k=k, filters=filters(caller, source, version, language), origin=Origin(CHANNEL, caller.name)
+        )
         result = SearchResult(query=query, sections=[_section(h) for h in hits])
         text = "\n\n".join(f"{_listing([s], [i])}\n{s.text}" for i, s in enumerate(result.sections, 1))
-        return _result(text or "No sections found.", result)
+        if not text:
+            why = core.why_nothing(filters(caller, source, version, language))
+            text = "No sections found." + (f" {why}." if why else "")
+        return _result(text, result)
 
     @server.tool(annotations=_READ_ONLY)
     @_reported
@@ -192,13 +210,16 @@ def build(core: Pgcite, caller_of: CallerOf) -> MCPServer:
         ctx: Context,
         source: SourceArg = None,
         version: VersionArg = None,
+        language: LanguageArg = None,
     ) -> Annotated[CallToolResult, AskResult]:
         """Answer a question from the documentation only. Each claim ends with [n], a citation of
         the numbered sources (each with its URL), and every citation is checked against them. When
         the documents do not answer it, refused is true and the answer is exactly 'Not in the
         documents.', with the closest sections: do not fill the gap from elsewhere."""
         caller = caller_of(ctx)
-        answer = core.ask(question, filters=filters(caller, source, version), origin=Origin(CHANNEL, caller.name))
+        answer = core.ask(
+            question, filters=filters(caller, source, version, language), origin=Origin(CHANNEL, caller.name)
+        )
         sources = [CitedSection(number=p.number, **_section(p.hit).model_dump()) for p in answer.sources]
         closest = [_section(d.hit) for d in answer.dropped] if answer.refused else []
         result = AskResult(
@@ -270,6 +291,8 @@ def build(core: Pgcite, caller_of: CallerOf) -> MCPServer:
                 base_url=s.base_url,
                 default_version=s.default_version,
                 versions=list(s.versions),
+                default_language=s.default_language,
+                languages=s.languages,
                 pages=s.documents,
                 sections=s.chunks,
             )
@@ -279,6 +302,7 @@ def build(core: Pgcite, caller_of: CallerOf) -> MCPServer:
             f"{e.name}: {e.pages} pages ({e.site or 'plain'})"
             + (f" at {e.base_url}" if e.base_url else "")
             + (f", versions {', '.join(e.versions)} (default {e.default_version})" if len(e.versions) > 1 else "")
+            + (f", languages {', '.join(e.languages)} (default {e.default_language})" if len(e.languages) > 1 else "")
             for e in entries
         )
         return _result(text or "No sources yet.", SourcesResult(sources=entries))

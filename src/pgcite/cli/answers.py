@@ -11,6 +11,15 @@ from rich.markup import escape
 
 from pgcite.cli.common import ModeOption, cli_settings, out
 
+LanguageOption = Annotated[
+    str | None,
+    typer.Option(
+        "--language",
+        help="Read pages in this language (e.g. fr); default: the question's own where a source has it, else "
+        "the source's default.",
+    ),
+]
+
 
 def search(
     question: Annotated[str, typer.Argument(help="What you want to find.")],
@@ -18,6 +27,7 @@ def search(
     source: Annotated[str | None, typer.Option("--source", help="Only this source.")] = None,
     path: Annotated[str | None, typer.Option("--path", help="Only documents whose path starts with this.")] = None,
     version: Annotated[str | None, typer.Option("--version", help="Only documents ingested with this label.")] = None,
+    language: LanguageOption = None,
     mode: ModeOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
@@ -28,15 +38,18 @@ def search(
 
     with Pgcite(cli_settings()) as app:
         hits = app.search(
-            question, k=k, mode=mode, filters=SearchFilter(source=source, path_prefix=path, version=version)
+            question,
+            k=k,
+            mode=mode,
+            filters=SearchFilter(source=source, path_prefix=path, version=version, language=language),
         )
     if as_json:
         print(json.dumps(shapes.search(question, hits), ensure_ascii=False))
         return
     if not hits:
-        out.print(
-            "No sections found." + (f" Is {source!r} an ingested source? See `pgcite sources`." if source else "")
-        )
+        with Pgcite(cli_settings()) as app:
+            why = app.why_nothing(SearchFilter(source=source, version=version, language=language))
+        out.print("No sections found." + (f" {escape(why)}." if why else ""))
         return
     for rank, hit in enumerate(hits, start=1):
         # Document text is data: escape it so "[link](url)" is not read as console markup.
@@ -55,6 +68,7 @@ def ask(
     source: Annotated[str | None, typer.Option("--source", help="Only this source.")] = None,
     path: Annotated[str | None, typer.Option("--path", help="Only documents whose path starts with this.")] = None,
     version: Annotated[str | None, typer.Option("--version", help="Only documents ingested with this label.")] = None,
+    language: LanguageOption = None,
     threshold: Annotated[
         float | None,
         typer.Option(
@@ -88,7 +102,13 @@ def ask(
             threshold=threshold,
             context=context,
             mode=mode,
-            filters=SearchFilter(source=source, path_prefix=path, version=version, exclude_flagged=not include_flagged),
+            filters=SearchFilter(
+                source=source,
+                path_prefix=path,
+                version=version,
+                language=language,
+                exclude_flagged=not include_flagged,
+            ),
             origin=Origin("cli"),
         ):
             if isinstance(event, Answer):

@@ -119,6 +119,14 @@ def ingest(
             "--include-root", help="The folder includes may be read from (default: the project holding the folder)."
         ),
     ] = None,
+    languages: Annotated[
+        str | None,
+        typer.Option(
+            "--languages",
+            help="Only pages in these languages, comma-separated (e.g. en,fr; default: every language the "
+            "site publishes).",
+        ),
+    ] = None,
     pull: Annotated[
         bool,
         typer.Option(
@@ -151,6 +159,7 @@ def ingest(
         route_base=route_base,
         include_root=include_root,
         chunk_tokens=chunk_tokens,
+        languages=[part for part in (languages or "").split(",") if part.strip()] or None,
         pull=pull,
     )
     if watch:

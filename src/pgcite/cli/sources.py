@@ -42,6 +42,9 @@ def sources_list(
             f"[bold]{escape(r.name)}[/]  {escape(r.site or 'plain')}, {r.documents} documents, {r.chunks} chunks"
             f"{shown}  from {escape(r.location)}  links {escape(r.base_url or '-')}"
         )
+        if r.languages:
+            pages = ", ".join(f"{escape(lang)} {count}" for lang, count in r.languages.items())
+            out.print(f"  languages (pages): {pages}; default {escape(r.default_language or '-')}")
         out.print(f"  {_last_sync(r)}")
         out.print(f"  {calibration_line(r.calibration)}")
 

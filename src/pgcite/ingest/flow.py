@@ -97,6 +97,7 @@ def ingest(
     version: str = "",
     site: Site | str | None = None,
     route_base: str | None = None,
+    languages: Sequence[str] | None = None,
     progress: Progress | None = None,
     options: dict | None = None,
     trigger: str = "ingest",
@@ -104,7 +105,8 @@ def ingest(
 ) -> IngestReport:
     """Ingest `source` as `source_name`. `site` is the generator (detected when None, or named);
     `base_url` defaults to the one the site's configuration gives; `version` labels an
-    unversioned site (a versioned one labels its pages itself). options: the arguments this
+    unversioned site (a versioned one labels its pages itself); `languages`: only pages in these
+    (by default all the site's). options: the arguments this
     ingest was asked with, kept for a sync; trigger: what started it (the last sync says);
     recorded_location: the source's location to record, when not where it was read from (an upload)."""
     started = time.perf_counter()
@@ -115,6 +117,7 @@ def ingest(
             f"this {site.name} site has versions of its own ({', '.join(site.versions)}): ingest it "
             "without a version label; searches and answers choose among those versions"
         )
+    kept = kept_languages(site, languages)
     base_url = base_url or site.base_url
     source.include, source.exclude = site.include, (*source.exclude, *site.exclude)
     report = IngestReport(
@@ -123,6 +126,7 @@ def ingest(
         base_url=base_url,
         versions=site.versions,
         default_version=site.default_version or version,
+        languages=tuple(lang for lang in site.languages if kept is None or lang in kept),
     )
     store.bind_model(embedder.model, embedder.dimension)
     budget = chunk_budget(settings, embedder)
@@ -135,6 +139,7 @@ def ingest(
             version,
             site=site.name,
             default_version=report.default_version,
+            default_language=site.default_language if kept is None or site.default_language in kept else "",
             options=options,
         )
         known = store.stored_files(source_name)
@@ -170,6 +175,9 @@ def ingest(
         )
         try:
             for item in source.scan(current):
+                if kept is not None and site.language_of(site.files.to_site(item.path)) not in kept:
+                    report.left_out += 1  # not seen: a page stored before is removed
+                    continue
                 seen.add(item.path)
                 if isinstance(item, Unchanged):
                     report.unchanged += 1
@@ -207,6 +215,7 @@ def ingest(
             gone = sorted(set(known) - seen)
             report.removed = store.delete_documents(source_name, gone)
             report.paths["removed"] = gone
+            store.record_languages(source_name)
             # What the pages include now: a page read again says, the others as stored.
             report.included = sorted(
                 {
@@ -238,6 +247,23 @@ def ingest(
     report.calibration = calibration.refresh(store, embedder, source_name)
     sync_rows.record(store, source_name, trigger=trigger, seconds=report.seconds, report=report)
     return report
+
+
+def kept_languages(site: Site, languages: Sequence[str] | None) -> set[str] | None:
+    """The site's languages that `languages` names ("pt" keeps pt-br and pt-pt); None keeps all."""
+    if not languages:
+        return None
+    if not site.languages:
+        raise SourceError(f"--languages: this {site.name} site names no languages of its own; leave the option out")
+    kept: set[str] = set()
+    for wanted in (w.strip().lower().replace("_", "-") for w in languages if w.strip()):
+        found = {tag for tag in site.languages if tag == wanted or tag.split("-", 1)[0] == wanted}
+        if not found:
+            raise SourceError(
+                f"--languages: this site has no {wanted!r} pages; it publishes {', '.join(site.languages)}"
+            )
+        kept |= found
+    return kept
 
 
 def _usable(store: Store) -> bool:

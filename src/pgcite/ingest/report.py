@@ -27,6 +27,8 @@ class IngestReport:
     base_url: str = ""
     versions: tuple[str, ...] = ()
     default_version: str = ""
+    languages: tuple[str, ...] = ()  # the site's, the default first
+    left_out: int = 0  # pages in languages `--languages` did not keep
     # "path > heading: kinds" of chunks that read like instructions to an AI (left out of answers).
     flagged: list[str] = field(default_factory=list)
     # "path: include X left out: why", one per include that could not be read.
@@ -44,6 +46,10 @@ class IngestReport:
 
     def summary(self) -> str:
         versions = f", versions {', '.join(self.versions)} (default {self.default_version})" if self.versions else ""
+        if len(self.languages) > 1:
+            versions += f", languages {', '.join(self.languages)} (default {self.languages[0]})"
+        if self.left_out:
+            versions += f", {self.left_out} pages in other languages left out"
         return (
             f"{self.source}: {self.new} new, {self.changed} changed, {self.unchanged} unchanged, "
             f"{self.removed} removed, {len(self.skipped)} skipped files, {self.others} other files; "

@@ -154,6 +154,7 @@ class Writer:
                     p.file_checksum,
                     markdown=page.parsed.markdown,
                     description=page.parsed.description,
+                    language=page.language,
                 )
             except (psycopg.errors.DataError, psycopg.errors.ProgramLimitExceeded) as exc:
                 # What this page holds, not the database: say so for the page, and go on.

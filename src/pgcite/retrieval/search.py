@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pgcite.config import DEFAULT_SEARCH_MODE
 from pgcite.embedding.models import Embedder
 from pgcite.errors import PgciteError
+from pgcite.retrieval.languages import resolve_languages
 from pgcite.retrieval.rerank import Reranker
 from pgcite.safety import check_text
 from pgcite.store import Store, WordMatch
@@ -89,8 +90,10 @@ def search(
     its order of the first stage's best candidates."""
     if not 1 <= k <= MAX_K:
         raise PgciteError(f"k is from 1 to {MAX_K} (got {k})")
+    vector = _embed_question(store, embedder, query, filters)
+    filters = resolve_languages(store, query, filters)
     hits = store.search(
-        _embed_question(store, embedder, query, filters),
+        vector,
         query,
         max(k, reranker.candidates) if reranker else k,
         mode=mode,
@@ -117,6 +120,7 @@ def retrieve(
     if max_distance is not None and not 0 < max_distance <= 2:
         raise PgciteError(f"the threshold is a cosine distance between 0 and 2 (got {max_distance})")
     vector = _embed_question(store, embedder, question, filters)
+    filters = resolve_languages(store, question, filters)
     hits = store.search(
         vector,
         question,

@@ -48,6 +48,7 @@ from pgcite.vocabulary import MAX_QUESTION_CHARS, Delta, SearchFilter, Sources
 log = logging.getLogger("pgcite.server.app")
 
 MAX_NAME_CHARS = 200  # a source's name or a version label
+MAX_LANGUAGE_CHARS = 35  # BCP 47's longest tags
 CLIENT_HEADER = "x-pgcite-client"  # "page" or "widget": the log tells their questions apart
 Mode = Literal[SEARCH_MODES]  # type: ignore[valid-type]  # "vector" | "text" | "hybrid"
 
@@ -69,6 +70,8 @@ class AskRequest(BaseModel):
     source: str | None = Field(default=None, max_length=MAX_NAME_CHARS)
     path: str | None = Field(default=None, max_length=MAX_QUESTION_CHARS)
     version: str | None = Field(default=None, max_length=MAX_NAME_CHARS)
+    # A language tag; default: the question's own where a source has it, else the source's default.
+    language: str | None = Field(default=None, max_length=MAX_LANGUAGE_CHARS)
     threshold: float | None = Field(default=None, gt=0, le=2)
     context: int = Field(default=5, ge=1, le=20)
     mode: Mode | None = None
@@ -196,18 +199,19 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1", owned: bool = False) ->
         source: str | None = None,
         path: str | None = None,
         version: str | None = None,
+        language: str | None = Query(None, max_length=MAX_LANGUAGE_CHARS),
         mode: Mode | None = None,
         caller: Caller = Depends(read_access),
     ) -> dict:
         """The `pgcite search --json` object."""
         core.require_source(source, caller.sources)
-        hits = core.search(
-            q,
-            k=k,
-            mode=mode,
-            filters=SearchFilter(source=source, path_prefix=path, version=version, allowed_sources=caller.sources),
+        filters = SearchFilter(
+            source=source, path_prefix=path, version=version, language=language, allowed_sources=caller.sources
         )
-        return shapes.search(q, hits)
+        hits = core.search(q, k=k, mode=mode, filters=filters)
+        found = shapes.search(q, hits)
+        # Nothing found because of a version or a language: say which (the CLI prints the same).
+        return found if hits else found | ({"note": why} if (why := core.why_nothing(filters)) else {})
 
     @app.post("/v1/ask")
     def ask(body: AskRequest, request: Request, caller: Caller = Depends(read_access)):
@@ -228,6 +232,7 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1", owned: bool = False) ->
                 source=body.source,
                 path_prefix=body.path,
                 version=body.version,
+                language=body.language,
                 exclude_flagged=True,
                 allowed_sources=caller.sources,
             ),

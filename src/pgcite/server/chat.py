@@ -60,8 +60,10 @@ class ChatRequest(BaseModel):
     temperature: float | None = Field(default=None, ge=0, le=2)
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
-    # pgcite's own: leave the Sources list out of the message content.
+    # pgcite's own: leave the Sources list out of the message content; a language to answer in
+    # (as `@LANG` on the model name).
     pgcite_sources_in_content: bool = True
+    pgcite_language: str | None = Field(default=None, max_length=35)
 
 
 def _text(message: Message) -> str:
@@ -94,17 +96,23 @@ def question_of(messages: list[Message]) -> str:
     return " ".join(asked)
 
 
-def scope_of(model: str, core: Pgcite, caller: Caller) -> str | None:
-    """`pgcite` reads every source the caller may; `pgcite:NAME` only NAME."""
+def scope_of(model: str, core: Pgcite, caller: Caller) -> tuple[str | None, str | None]:
+    """(source, language) of a model: `pgcite` reads every source the caller may, `pgcite:NAME`
+    only NAME; `@LANG` after either reads pages in that language."""
+    model, at, language = model.partition("@")
+    if at and not language:
+        raise PgciteError(f"the model {model + at!r} names no language after '@' (e.g. {model}@fr)")
     if model == MODEL:
-        return None
+        return None, language or None
     prefix, _, name = model.partition(":")
     if prefix != MODEL or not name:
         raise PgciteError(
-            f"no model {model!r}; GET /v1/models lists them ({MODEL} or {MODEL}:SOURCE)", kind="not_found"
+            f"no model {model!r}; GET /v1/models lists them ({MODEL} or {MODEL}:SOURCE, with @LANG to choose a "
+            "language)",
+            kind="not_found",
         )
     core.require_source(name, caller.sources)
-    return name
+    return name, language or None
 
 
 def content_and_annotations(text: str, answer: Answer, with_sources: bool) -> tuple[str, list[dict]]:
@@ -152,7 +160,9 @@ def _usage(answer: Answer) -> dict:
 def add_chat_routes(app: FastAPI, core: Pgcite, read_access: Callable[..., Caller]) -> None:
     @app.get("/v1/models")
     def models(caller: Caller = Depends(read_access)) -> dict:
-        ids = [MODEL, *(f"{MODEL}:{s.name}" for s in core.sources(caller.sources))]
+        sources = core.sources(caller.sources)
+        ids = [MODEL, *(f"{MODEL}:{s.name}" for s in sources)]
+        ids += [f"{MODEL}:{s.name}@{lang}" for s in sources if len(s.languages) > 1 for lang in s.languages]
         return {
             "object": "list",
             "data": [{"id": i, "object": "model", "created": 0, "owned_by": "pgcite"} for i in ids],
@@ -160,7 +170,7 @@ def add_chat_routes(app: FastAPI, core: Pgcite, read_access: Callable[..., Calle
 
     @app.post("/v1/chat/completions")
     def chat_completions(body: ChatRequest, caller: Caller = Depends(read_access)):
-        source = scope_of(body.model, core, caller)
+        source, language = scope_of(body.model, core, caller)
         question = question_of(body.messages)
         generator = core.generator
         max_tokens = body.max_completion_tokens or body.max_tokens
@@ -169,7 +179,12 @@ def add_chat_routes(app: FastAPI, core: Pgcite, read_access: Callable[..., Calle
         events = core.ask_stream(
             question,
             generator=generator,
-            filters=SearchFilter(source=source, exclude_flagged=True, allowed_sources=caller.sources),
+            filters=SearchFilter(
+                source=source,
+                language=language or body.pgcite_language,
+                exclude_flagged=True,
+                allowed_sources=caller.sources,
+            ),
             origin=Origin("chat", caller.name),
         )
         ident, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -70,12 +71,17 @@ def _privilege_error(conn: psycopg.Connection, what: str) -> StoreError:
     )
 
 
+# How long a connection trusts the languages it read (a new language is searched within this).
+LANGUAGES_TTL = 5.0
+
+
 class Store:
     """A pgcite database. Autocommit: every write is an explicit transaction."""
 
     def __init__(self, conn: psycopg.Connection, where: str) -> None:
         self.conn = conn
         self.where = where  # shown by `pgcite status`
+        self._languages: tuple[float, list[tuple[str, str, list[str]]]] | None = None
 
     # --- connecting -------------------------------------------------------------------------
 
@@ -297,11 +303,32 @@ class Store:
         *,
         site: str = "",
         default_version: str | None = None,
+        default_language: str = "",
         options: dict | None = None,
     ) -> tuple[str, str] | None:
         return documents_sql.upsert_source(
-            self.conn, name, location, base_url, version, site=site, default_version=default_version, options=options
+            self.conn,
+            name,
+            location,
+            base_url,
+            version,
+            site=site,
+            default_version=default_version,
+            default_language=default_language,
+            options=options,
         )
+
+    def record_languages(self, name: str) -> None:
+        documents_sql.record_languages(self.conn, name)
+
+    def source_languages(self, sources: Sequence[str] | None = None) -> list[tuple[str, str, list[str]]]:
+        """(name, default language, languages) of the sources with languages, read at most every
+        LANGUAGES_TTL seconds on one connection: a search stays one round trip."""
+        now = time.monotonic()
+        if self._languages is None or now - self._languages[0] > LANGUAGES_TTL:
+            self._languages = (now, documents_sql.source_languages(self.conn, None))
+        rows = self._languages[1]
+        return rows if sources is None else [row for row in rows if row[0] in set(sources)]
 
     def source_lock(self, name: str) -> contextlib.AbstractContextManager[None]:
         return documents_sql.source_lock(self.conn, name)

@@ -47,6 +47,8 @@ class SourceInfo:
     site: str = ""
     default_version: str = ""
     versions: tuple[str, ...] = ()
+    default_language: str = ""
+    languages: dict[str, int] = field(default_factory=dict)  # language -> pages, the default first
     options: dict = field(default_factory=dict)  # the ingest's arguments, for a sync (sync_rows.py)
     sync_interval: int | None = None  # seconds between scheduled syncs; None: no schedule
     synced_at: str = ""
@@ -70,6 +72,7 @@ def upsert_source(
     *,
     site: str = "",
     default_version: str | None = None,
+    default_language: str = "",
     options: dict | None = None,
 ) -> tuple[str, str] | None:
     """Create or update a source; returns its previous (base URL, version), None when new.
@@ -78,13 +81,14 @@ def upsert_source(
     with conn.transaction():
         previous = conn.execute("SELECT base_url, version FROM sources WHERE name = %s FOR UPDATE", (name,)).fetchone()
         conn.execute(
-            """INSERT INTO sources (name, location, base_url, version, site, default_version, options)
-               VALUES (%s, %s, %s, %s, %s, %s, %s)
+            """INSERT INTO sources (name, location, base_url, version, site, default_version, default_language,
+                                    options)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
                ON CONFLICT (name) DO UPDATE
                SET location = excluded.location, base_url = excluded.base_url, version = excluded.version,
-                   site = excluded.site, default_version = excluded.default_version, options = excluded.options,
-                   updated_at = now()""",
-            (name, location, base_url, version, site, default, Jsonb(options or {})),
+                   site = excluded.site, default_version = excluded.default_version,
+                   default_language = excluded.default_language, options = excluded.options, updated_at = now()""",
+            (name, location, base_url, version, site, default, default_language, Jsonb(options or {})),
         )
         conn.execute(
             "UPDATE chunks SET in_default_version = (version = %(d)s) "
@@ -156,6 +160,7 @@ def replace_document(
     *,
     markdown: str | None = None,
     description: str = "",
+    language: str = "",
 ) -> None:
     """Insert or replace one document and all its chunks, atomically. `markdown`: the page as cleaned
     (None: not kept, as before migration 14)."""
@@ -164,13 +169,13 @@ def replace_document(
         doc_id = scalar(
             conn,
             """INSERT INTO documents (source, path, title, url, checksum, version, kind, includes, stamp,
-                                      file_checksum, markdown, description)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                                      file_checksum, markdown, description, language)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
                ON CONFLICT (source, path) DO UPDATE
                SET title = excluded.title, url = excluded.url, checksum = excluded.checksum,
                    version = excluded.version, kind = excluded.kind, includes = excluded.includes,
                    stamp = excluded.stamp, file_checksum = excluded.file_checksum, markdown = excluded.markdown,
-                   description = excluded.description, ingested_at = now()
+                   description = excluded.description, language = excluded.language, ingested_at = now()
                RETURNING id""",
             (
                 source,
@@ -185,12 +190,13 @@ def replace_document(
                 file_checksum,
                 markdown,
                 description,
+                language,
             ),
         )
         conn.execute("DELETE FROM chunks WHERE document_id = %s", (doc_id,))
         with conn.cursor().copy(
             """COPY chunks (id, document_id, source, path, version, ord, heading, heading_path, breadcrumb,
-                            anchor, url, content, tokens, embed_hash, embedding, flags)
+                            anchor, url, content, tokens, embed_hash, embedding, flags, language)
                FROM STDIN WITH (FORMAT BINARY)"""
         ) as copy:
             copy.set_types(
@@ -211,6 +217,7 @@ def replace_document(
                     "bytea",
                     "halfvec",
                     "text[]",
+                    "text",
                 ]
             )
             for c in chunks:
@@ -232,6 +239,7 @@ def replace_document(
                         c.embed_hash,
                         HalfVector(c.embedding),
                         list(c.flags),
+                        language,
                     ]
                 )
         conn.execute(
@@ -265,7 +273,27 @@ def remove_source(conn: psycopg.Connection, name: str) -> bool:
 
 
 def _source_info(**row: Any) -> SourceInfo:
-    return SourceInfo(**row | {"versions": tuple(row["versions"])})
+    return SourceInfo(
+        **row | {"versions": tuple(row["versions"]), "languages": {k: int(v) for k, v in row["languages"] or []}}
+    )
+
+
+def record_languages(conn: psycopg.Connection, name: str) -> None:
+    """The languages a source's pages are in, kept on the source for every search to read."""
+    conn.execute(
+        "UPDATE sources SET languages = ARRAY(SELECT DISTINCT language FROM documents "
+        "WHERE source = %(n)s AND language <> '' ORDER BY 1) WHERE name = %(n)s",
+        {"n": name},
+    )
+
+
+def source_languages(conn: psycopg.Connection, sources: Sequence[str] | None) -> list[tuple[str, str, list[str]]]:
+    """(name, default language, languages) of the sources whose pages name a language."""
+    return conn.execute(
+        "SELECT name, default_language, languages FROM sources "
+        "WHERE cardinality(languages) > 0 AND (%(s)s::text[] IS NULL OR name = ANY(%(s)s)) ORDER BY name",
+        {"s": list(sources) if sources is not None else None},
+    ).fetchall()
 
 
 def list_sources(conn: psycopg.Connection) -> list[SourceInfo]:
@@ -276,6 +304,11 @@ def list_sources(conn: psycopg.Connection) -> list[SourceInfo]:
                       (SELECT count(*) FROM chunks c WHERE c.source = s.name) AS chunks,
                       to_char(s.updated_at, 'YYYY-MM-DD HH24:MI:SS') AS updated_at, s.site, s.default_version,
                       ARRAY(SELECT DISTINCT d.version FROM documents d WHERE d.source = s.name ORDER BY 1) AS versions,
+                      s.default_language,
+                      (SELECT array_agg(ARRAY[l.language, l.pages::text]
+                                        ORDER BY l.language <> s.default_language, l.language)
+                       FROM (SELECT d.language, count(*) AS pages FROM documents d
+                             WHERE d.source = s.name AND d.language <> '' GROUP BY 1) l) AS languages,
                       s.options, extract(epoch FROM s.sync_interval)::int AS sync_interval,
                       coalesce(to_char(s.synced_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'), '') AS synced_at,
                       s.last_sync, s.calibration

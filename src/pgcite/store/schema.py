@@ -292,4 +292,12 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (job_id, part)
     );
     """,
+    # 18: languages (docs/languages.md): each page's, from its site's layout and configuration; a
+    # source's default language and the languages it holds, read by every search to choose one.
+    """
+    ALTER TABLE documents ADD COLUMN language text NOT NULL DEFAULT '';
+    ALTER TABLE chunks ADD COLUMN language text NOT NULL DEFAULT '';
+    ALTER TABLE sources ADD COLUMN default_language text NOT NULL DEFAULT '';
+    ALTER TABLE sources ADD COLUMN languages text[] NOT NULL DEFAULT '{}';
+    """,
 ]

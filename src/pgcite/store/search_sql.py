@@ -111,6 +111,8 @@ def search(
         "source": filters.source,
         "prefix": filters.path_prefix,
         "version": filters.version,
+        "lang_sources": [s for s, _ in filters.languages] if filters.languages is not None else None,
+        "lang_values": [lang for _, lang in filters.languages] if filters.languages is not None else None,
         "exclude_flagged": filters.exclude_flagged,
         "allowed": list(filters.allowed_sources) if filters.allowed_sources is not None else None,
         "max_distance": max_distance,
@@ -177,6 +179,8 @@ _FILTERS = """
     (%(source)s::text IS NULL OR c.source = %(source)s)
     AND (%(prefix)s::text IS NULL OR starts_with(c.path, %(prefix)s))
     AND (c.version = %(version)s OR %(version)s::text IS NULL AND c.in_default_version)
+    AND (%(lang_sources)s::text[] IS NULL OR NOT c.source = ANY(%(lang_sources)s)
+         OR (c.source, c.language) IN (SELECT * FROM unnest(%(lang_sources)s::text[], %(lang_values)s::text[])))
     AND (NOT %(exclude_flagged)s OR c.flags = '{}')
     AND (%(allowed)s::text[] IS NULL OR c.source = ANY(%(allowed)s))
 """
