@@ -158,8 +158,15 @@ def test_the_api_chat_and_models_take_a_language(app):
         client = openai.OpenAI(base_url=base + "/v1", api_key="unused")
         models = {m.id for m in client.models.list().data}
         assert {"pgcite:demo@en", "pgcite:demo@fr", "pgcite:demo@ja"} <= models
-        chat = client.chat.completions.create(
-            model="pgcite:demo@fr", messages=[{"role": "user", "content": "How do I add links to the sidebar?"}]
-        )
+        french = "Comment ajouter des liens à la barre latérale ?"
+        chat = client.chat.completions.create(model="pgcite:demo@fr", messages=[{"role": "user", "content": french}])
         urls = [a.url_citation.url for a in chat.choices[0].message.annotations or []]
         assert urls and all("/fr/" in url for url in urls)
+        # The model's language wins over the question's: no German pages, so nothing to answer from.
+        chat = client.chat.completions.create(model="pgcite:demo@de", messages=[{"role": "user", "content": french}])
+        assert chat.choices[0].message.content.startswith("Not in the documents.")
+        # /v1/ask: the sections a refusal came closest to are in the language asked for too.
+        reply = call(base, "/v1/ask", {"question": "How do I change the colours?", "language": "fr"})
+        assert reply.status == 200
+        sections = reply.body["sources"] or reply.body["dropped"]
+        assert sections and all("/fr/" in s["url"] for s in sections)

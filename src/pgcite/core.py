@@ -23,13 +23,14 @@ from pgcite.answer.generation import ChatGenerator, GenerationError, Generator, 
 from pgcite.config import Settings
 from pgcite.embedding.models import Embedder, fingerprint, make_embedder
 from pgcite.embedding.serialised import Serialised
-from pgcite.errors import PgciteError, SourceError, StoreError, first_line
+from pgcite.errors import SourceError, StoreError, first_line
 from pgcite.learn.log import AnswerLog, Origin, entry_of, search_entry
 from pgcite.learn.ops import LogOps
 from pgcite.publish.pages import PageOps
+from pgcite.publish.sources import SourceOps, no_source
 from pgcite.retrieval.rerank import ChatChooser, Reranker, RerankServer
 from pgcite.retrieval.search import search
-from pgcite.store import SourceInfo, Store, sync_rows
+from pgcite.store import Store, sync_rows
 from pgcite.store.health import Health
 from pgcite.store.status import Status
 from pgcite.store.status import status as status_of
@@ -42,13 +43,7 @@ if TYPE_CHECKING:  # ingest's readers and chunker load only when something is in
 UPLOADED = "(uploaded zip)"  # the location of a source ingested from an upload
 
 
-def _no_source(name: str) -> PgciteError:
-    return PgciteError(
-        f"no source named {name!r}; list them with `pgcite sources` or GET /v1/sources", kind="not_found"
-    )
-
-
-class Pgcite(LogOps, PageOps, access.KeyOps):
+class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
     POOL_SIZE = 8  # read connections: the server's worker threads share them
     POOL_TIMEOUT = 10.0  # seconds a query waits for a free connection
 
@@ -368,55 +363,17 @@ class Pgcite(LogOps, PageOps, access.KeyOps):
         """Have the server sync source `name` every `seconds` (None: not on a schedule)."""
         with self.writer() as store:
             if not sync_rows.set_interval(store, name, seconds):
-                raise _no_source(name)
+                raise no_source(name)
 
     def check_new_source(self, name: str) -> None:
         """A new source's name follows the rules (vocabulary.check_name); one made before them is kept."""
         if all(s.name != name for s in self.sources()):
             check_name(name, "a source name")
 
-    def source(self, name: str, allowed: Sequence[str] | None = None) -> SourceInfo:
-        found = [s for s in self.sources(allowed) if s.name == name]
-        if not found:
-            raise _no_source(name)
-        return found[0]
-
-    def sources(self, allowed: Sequence[str] | None = None) -> list[SourceInfo]:
-        with self.reader() as store:
-            rows = store.list_sources()
-        return rows if allowed is None else [r for r in rows if r.name in allowed]
-
-    def why_nothing(self, filters: SearchFilter) -> str:
-        """Why a search with `filters` may have found nothing, when a source's version or language
-        leaves it without pages ("" when none does): said beside "No sections found"."""
-        scope = [filters.source] if filters.source else filters.allowed_sources
-        sources = self.sources(scope)
-        if filters.source and not sources:
-            return f"there is no source {filters.source!r}: `pgcite sources` lists them"
-        reasons = []
-        for s in sources:
-            versions = [v for v in s.versions if v]
-            if filters.version is None and versions and s.default_version not in s.versions:
-                reasons.append(
-                    f"source {s.name!r} has no pages in its default version {s.default_version!r}; it holds "
-                    f"{', '.join(versions)}: name one (--version, or `version`)"
-                )
-            elif filters.version is not None and versions and filters.version not in s.versions:
-                reasons.append(f"source {s.name!r} has no version {filters.version!r}; it holds {', '.join(versions)}")
-            wanted = (filters.language or "").lower()
-            if wanted and s.languages and not any(lang.split("-")[0] == wanted.split("-")[0] for lang in s.languages):
-                reasons.append(f"source {s.name!r} has no {wanted!r} pages; it holds {', '.join(s.languages)}")
-        return "; ".join(reasons)
-
-    def require_source(self, name: str | None, allowed: Sequence[str] | None = None) -> None:
-        """Fail with not_found unless `name` (when given) is a source the caller may read."""
-        if name is not None:
-            self.source(name, allowed)
-
     def remove_source(self, name: str) -> None:
         with self.writer() as store:
             if not store.remove_source(name):
-                raise _no_source(name)
+                raise no_source(name)
 
     def status(self) -> Status:
         with self.reader() as store:

@@ -48,7 +48,10 @@ def question_language(question: str, languages: Iterable[str], defaults: Iterabl
     known = [i for i, code in enumerate(identifier.nb_classes) if code in candidates]
     if len(known) < 2:
         return ""
-    scores = np.asarray(identifier.nb_classprobs(identifier.instance2fv(question)))[known]
+    every = np.asarray(identifier.nb_classprobs(identifier.instance2fv(question)))
+    if identifier.nb_classes[int(np.argmax(every))] not in candidates:
+        return ""  # written in a language no source has (Dutch beside German pages): the default
+    scores = every[known]
     probabilities = np.exp(scores - scores.max())
     probabilities /= probabilities.sum()
     codes = [identifier.nb_classes[i] for i in known]

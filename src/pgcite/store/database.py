@@ -294,29 +294,9 @@ class Store:
 
     # --- sources and documents (documents_sql.py) ----------------------------------------------
 
-    def upsert_source(
-        self,
-        name: str,
-        location: str,
-        base_url: str,
-        version: str = "",
-        *,
-        site: str = "",
-        default_version: str | None = None,
-        default_language: str = "",
-        options: dict | None = None,
-    ) -> tuple[str, str] | None:
-        return documents_sql.upsert_source(
-            self.conn,
-            name,
-            location,
-            base_url,
-            version,
-            site=site,
-            default_version=default_version,
-            default_language=default_language,
-            options=options,
-        )
+    def upsert_source(self, name: str, location: str, base_url: str, version: str = "", **options: Any):
+        """`documents_sql.upsert_source` (its keyword options) on this store's connection."""
+        return documents_sql.upsert_source(self.conn, name, location, base_url, version, **options)
 
     def record_languages(self, name: str) -> None:
         documents_sql.record_languages(self.conn, name)
