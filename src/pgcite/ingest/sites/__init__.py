@@ -24,7 +24,9 @@ __all__ = ["SITES", "Page", "Site", "detect", "join_url"]
 SITES: dict[str, type[Site]] = {
     cls.name: cls for cls in (VitePress, MkDocs, Docusaurus, MdBook, Hugo, Starlight, Plain)
 }
-# How far above the ingested folder a site's configuration is looked for ("docs/en/docs" -> "docs/en").
+# How far above the ingested folder a site's configuration is looked for ("docs/en/docs" -> "docs/en");
+# further for generators whose pages lie deeper (Starlight's src/content/docs/fr, Docusaurus's
+# i18n/fr/docusaurus-plugin-content-docs/current/guides): a generator's `levels` says.
 SITE_LEVELS = 2
 
 
@@ -38,20 +40,32 @@ def detect(source: Source, forced: str | None = None, *, route_base: str | None 
     if forced is not None and forced not in SITES:
         raise SourceError(f"unknown site generator {forced!r}; use one of {', '.join(SITES)}")
     folder = source if isinstance(source, FolderSource) else None
-    levels = SITE_LEVELS if folder else 0
     candidates = [cls for cls in SITES.values() if cls is not Plain and forced in (None, cls.name)]
-    for up in range(levels + 1):
+    levels = max((_levels(cls) for cls in candidates), default=0) if folder else 0
+    for up in range(min(levels, _depth(source)) + 1):
         files = Files(source, _prefix(source, up))
         for cls in candidates:
-            if cls.detect(files):
+            if up <= _levels(cls) and cls.detect(files):
+                bound = folder.include_root if folder else ""
                 if up and folder:
                     folder.allow("/".join([".."] * up))  # its configuration and includes are the site's
                 site = _make(cls, files, route_base)
                 if site.covers():
                     return site
+                if folder:
+                    folder.include_root = bound  # not this site's pages: its folders stay out of reach
     if forced is not None and forced != "plain":
         return _make(SITES[forced], Files(source), route_base)
     return Plain(Files(source))
+
+
+def _levels(cls: type[Site]) -> int:
+    return int(getattr(cls, "levels", SITE_LEVELS))
+
+
+def _depth(source: Source) -> int:
+    """How many folders lie above a folder source (none above the file system's root)."""
+    return len([p for p in posixpath.normpath(source.root).split("/") if p]) if isinstance(source, FolderSource) else 0
 
 
 def _prefix(source: Source, up: int) -> str:

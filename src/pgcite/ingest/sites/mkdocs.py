@@ -1,7 +1,8 @@
 """MkDocs (and MkDocs Material, Zensical): mkdocs.yml's `docs_dir`, `use_directory_urls` and
 `site_url`; admonitions (`!!!`, `???`, `///` blocks), content tabs (`===`, `/// tab`),
 mkdocstrings directives, attribute lists, abbreviations, macros and icons; includes by
-snippets (`--8<--`), mdx_include (`{! file !}`) and FastAPI's `{* file ln[..] *}`."""
+snippets (`--8<--`), mdx_include (`{! file !}`) and FastAPI's `{* file ln[..] *}`. Languages:
+mkdocs_i18n."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ import yaml
 from pgcite.ingest import markup
 from pgcite.ingest.anchors import PYTHON_MARKDOWN
 from pgcite.ingest.markdown import Dialect
-from pgcite.ingest.sites.base import Includes, Site, code_fence, indent_lines, fence_language, select_lines
+from pgcite.ingest.sites.base import Includes, Site, code_fence, fence_language, indent_lines, select_lines
+from pgcite.ingest.sites.locales import within
+from pgcite.ingest.sites.mkdocs_i18n import read_languages
 
 __all__ = ["MkDocs"]
 
@@ -214,6 +217,8 @@ class MkDocs(Site):
         self.content_dirs = (str(config.get("docs_dir") or "docs").strip("/"),)
         self.directory_urls = config.get("use_directory_urls", True) is not False
         self.base_url = str(config.get("site_url") or "")
+        self.i18n = read_languages(config)
+        self.languages, self.default_language = self.i18n.narrowed(within(files.prefix, self.content_dirs[0]))
 
     def _config(self) -> Mapping[str, Any]:
         for name in self.markers:
@@ -224,8 +229,14 @@ class MkDocs(Site):
             return data if isinstance(data, dict) else {}
         return {}
 
+    def language_of(self, site_path: str) -> str:
+        return self.i18n.tag(self.i18n.split(posixpath.relpath(site_path, self.content_dirs[0]))[0])
+
     def route(self, site_path: str, front_matter: Mapping[str, Any]) -> str:
-        path = posixpath.relpath(site_path, self.content_dirs[0])
+        locale, path = self.i18n.split(posixpath.relpath(site_path, self.content_dirs[0]))
+        return (f"{locale}/" if locale else "") + self._route(path)
+
+    def _route(self, path: str) -> str:
         folder, name = posixpath.split(path)
         stem = posixpath.splitext(name)[0]
         prefix = f"{folder}/" if folder else ""
