@@ -1,36 +1,31 @@
-"""mdBook: `book.toml` names the source folder (`[book] src`, default `src`); `SUMMARY.md` is the
-table of contents, not a page. Pages are routed `a/b.md` -> `a/b.html`, `README.md` ->
-`index.html`; anchors by mdBook's rule. `{{#include file}}`, with `:ANCHOR` or line ranges,
-`{{#rustdoc_include}}` and `{{#playground}}` read the file into the page."""
+"""mdBook: `book.toml` names the source folder (`[book] src`, default `src`) and the book's
+language; `SUMMARY.md` says which files are pages and names them (mdbook_summary.py). Pages are
+routed `a/b.md` -> `a/b.html`, `README.md` -> `index.html`; anchors by mdBook's rule. The `links`
+preprocessor (mdbook_links.py) reads includes and honours `\\{{#...}}` escapes; hidden HTML and
+a custom preprocessor's placeholders are dropped (mdbook_hidden.py)."""
 
 from __future__ import annotations
 
+import glob
 import posixpath
-import re
 import tomllib
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from pgcite.ingest.anchors import MDBOOK
 from pgcite.ingest.markdown import Dialect
-from pgcite.ingest.sites.base import Files, Includes, Site, code_fence, fence_language, select_lines
+from pgcite.ingest.sites.base import Files, Includes, Page, Site
+from pgcite.ingest.sites.languages import language_tag
+from pgcite.ingest.sites.mdbook_hidden import drop_unseen
+from pgcite.ingest.sites.mdbook_links import expand
+from pgcite.ingest.sites.mdbook_summary import chapters
+from pgcite.ingest.sources import Document
 
 __all__ = ["MdBook"]
 
-_INCLUDE = re.compile(
-    r"\{\{#(?P<kind>include|rustdoc_include|playground)[ \t]+(?P<path>[^\s:}]+)(?::(?P<selector>[^\s}]*))?[^}]*\}\}"
-)
-_OTHER_HELPER = re.compile(r"\{\{#(?:title|template)[^}]*\}\}")
-_ANCHOR_MARK = re.compile(r"^[^\n]*\bANCHOR(?:_END)?:[ \t]*[\w-]+[^\n]*\n?", re.MULTILINE)
-
-
-def _anchor(text: str, name: str) -> str:
-    match = re.search(
-        rf"^[^\n]*\bANCHOR:[ \t]*{re.escape(name)}\b[^\n]*\n(?P<body>.*?)^[^\n]*\bANCHOR_END:[ \t]*{re.escape(name)}\b",
-        text,
-        re.DOTALL | re.MULTILINE,
-    )
-    return match["body"].rstrip("\n") if match else ""
+# mdBook's own preprocessors: none of them fills in `{{ name }}` placeholders.
+_BUILT_IN = {"links", "index"}
 
 
 class MdBook(Site):
@@ -45,9 +40,41 @@ class MdBook(Site):
             config = tomllib.loads(files.read("book.toml"))
         except (OSError, tomllib.TOMLDecodeError):
             config = {}
-        book = config.get("book")
-        book = book if isinstance(book, dict) else {}
+        book = _table(config, "book")
         self.content_dirs = (str(book.get("src") or "src").strip("/"),)
+        if tag := language_tag(book.get("language")):
+            self.languages, self.default_language = (tag,), tag
+        # A preprocessor of the book's own may replace `{{ name }}`; without one they show as written.
+        self._own_preprocessor = bool(set(_table(config, "preprocessor")) - _BUILT_IN)
+        self._summary = posixpath.normpath(posixpath.join(self.content_dirs[0], "SUMMARY.md"))
+        self._names: dict[str, str] | None = self._read_summary()  # site path -> chapter name
+        self._titles: dict[str, str] = {}  # site path -> its `{{#title}}`, set while it is read
+
+    def _read_summary(self) -> dict[str, str] | None:
+        """The chapters' names by site path; None when there is no SUMMARY.md naming a file (every
+        Markdown file is a page then)."""
+        try:
+            found = chapters(self.files.read(self._summary))
+        except OSError:
+            return None
+        names = {posixpath.normpath(posixpath.join(self.content_dirs[0], c.path)): c.name for c in found}
+        return names or None
+
+    # --- which files are pages: SUMMARY.md's chapters, as exact paths -------------------------
+
+    @property
+    def include(self) -> tuple[str, ...]:
+        if self._names is None:
+            return super().include
+        globs = []
+        for site_path in self._names:
+            source_path = self.files.to_source(site_path)
+            if source_path != ".." and not source_path.startswith("../"):  # outside the ingested folder
+                # "./" anchors it at the source root (a glob without "/" matches a name anywhere).
+                globs.append("./" + glob.escape(source_path))
+        return tuple(globs)
+
+    # --- what a page is ------------------------------------------------------------------
 
     def route(self, site_path: str, front_matter: Mapping[str, Any]) -> str:
         folder, name = posixpath.split(posixpath.relpath(site_path, self.content_dirs[0]))
@@ -55,20 +82,25 @@ class MdBook(Site):
         prefix = f"{folder}/" if folder else ""
         return f"{prefix}index.html" if stem.lower() in ("readme", "index") else f"{prefix}{stem}.html"
 
-    def prepare(self, body: str, includes: Includes, depth: int = 0) -> str:
-        def include(match: re.Match[str]) -> str:
-            path = includes.resolve(match["path"])
-            text = includes.read(path, depth, match["path"])
-            if text is None:
-                return ""
-            selector = match["selector"] or ""
-            if selector and not re.fullmatch(r"[\d:]*", selector):
-                text = _anchor(text, selector)
-            elif selector:
-                text = select_lines(text, selector)
-            text = _ANCHOR_MARK.sub("", text)
-            if match["kind"] == "playground":
-                return code_fence(text, fence_language(path))
-            return self.prepare(text, includes.at(path), depth + 1) if path.endswith(".md") else text.rstrip("\n")
+    def prepare(self, body: str, includes: Includes) -> str:
+        expanded = expand(body, includes)
+        if expanded.title:
+            self._titles[includes.page] = expanded.title
+        return drop_unseen(expanded.text, self.dialect.parser, placeholders=self._own_preprocessor)
 
-        return _OTHER_HELPER.sub("", _INCLUDE.sub(include, body))
+    def render(self, document: Document) -> Page:
+        """The page, named as mdBook names it in the sidebar and its <title>: its `{{#title}}`,
+        else its SUMMARY.md entry (its first heading only when neither says)."""
+        page = super().render(document)
+        site_path = self.files.to_site(document.path)
+        title = self._titles.pop(site_path, "") or (self._names or {}).get(site_path, "")
+        if title and title != page.title:
+            page = replace(page, title=title, parsed=replace(page.parsed, title=title))
+        if self._names is not None:  # its name and being a page at all come from SUMMARY.md
+            page = replace(page, included=(*page.included, self._summary))
+        return page
+
+
+def _table(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    value = config.get(name)
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,5 @@
+fn main() {
+    // ANCHOR: body
+    let teeth = 12;
+    // ANCHOR_END: body
+}
