@@ -54,3 +54,37 @@ def test_a_paraphrase_is_supported_semantically(embedder):
     passages = [_passage(1, "Widgets sink in water because they are made of lead.")]
     checks = check_answer("Since lead is their material, widgets do not float [1].", passages, embedder, [])
     assert checks.unsupported == [] and checks.uncited_sentences == []
+
+
+# An answer that writes its claims as list items and table rows, each cited at its end.
+_WIDGET_PASSAGES = [
+    _passage(1, "Widgets sink in water because they are made of lead. Install them with `widget install` "
+                "on every node of the cluster."),
+    _passage(2, "| Option | Meaning |\n|---|---|\n| `--port` | The port the widget server listens on. "
+                "The default port is 8000. |"),
+]
+
+
+def test_list_items_and_table_rows_that_end_with_a_citation_are_cited(embedder):
+    answer = ("Widgets need some care:\n\n"
+              "- Widgets sink in water because they are made of lead [1]\n"
+              "- Install widgets with `widget install`. Run it on every node of the cluster [1].\n"
+              "- Install them with `widget install` on every node\n"
+              "  of the cluster, as the guide says [1].\n\n"
+              "| Option | Meaning of the option here |\n|---|---|\n"
+              "| `--port` | The port the widget server listens on. The default port is 8000 [2] |\n")
+    checks = check_answer(answer, _WIDGET_PASSAGES, embedder, invalid=[])
+    assert checks.uncited_sentences == []
+
+
+def test_a_list_item_or_table_row_without_a_citation_is_still_reported(embedder):
+    answer = ("- Widgets sink in water because they are made of lead [1]\n"
+              "- Widgets also glow softly in the dark at night\n\n"
+              "| Option | Meaning |\n|---|---|\n"
+              "| `--port` | The port the widget server listens on [2] |\n"
+              "| `--host` | The host name the widget server binds to |\n")
+    checks = check_answer(answer, _WIDGET_PASSAGES, embedder, invalid=[])
+    assert checks.uncited_sentences == [
+        "Widgets also glow softly in the dark at night",
+        "`--host` | The host name the widget server binds to",
+    ]

@@ -1,6 +1,7 @@
 """The checks run on every answer before it is trusted (documented in docs/answering.md):
 - citation numbers that name no fed source are removed from the text as it streams, and reported;
-- sentences that carry no citation are reported;
+- sentences, list items and table rows that carry no citation are reported (an item or a row
+  is one unit: a citation at its end covers it);
 - each cited sentence is compared with the sources it cites: its support is the share of its
   content words found in them, or, when that is low, the best cosine similarity between the
   sentence and one of their sentences; below SEMANTIC_SUPPORT it is reported as unsupported;
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from markdown_it import MarkdownIt
 
 from pgcite.embedding.models import Embedder
 from pgcite.safety import foreign_links, offsite_links, own_sites
@@ -97,21 +99,77 @@ def _content_words(text: str) -> set[str]:
     return {w.rstrip("s") for w in re.findall(r"[a-z0-9_]+", text.lower()) if w not in _STOPWORDS and len(w) > 1}
 
 
+_MD = MarkdownIt("commonmark").enable("table")
+# A sentence ends at . ! or ? before a capital, quote or code span; a citation written after the
+# full stop ("... done. [2]") stays with its sentence.
+_SENTENCE_END = re.compile(r"(?<=[.!?\]])\s+(?=[A-Z`\"(])")
+_PIPE_ROW = re.compile(r"^\s*\|(.+?)\|?\s*$")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def _claims(answer: str) -> list[str]:
-    """Sentences and list items of an answer, outside code blocks."""
-    prose = re.sub(r"```.*?```", " ", answer, flags=re.DOTALL)
-    claims = []
-    for line in prose.splitlines():
-        line = re.sub(r"^\s*(?:[-*+>#|]+|\d+[.)])\s+", "", line).strip()
-        # A sentence ends at . ! or ? before a capital, quote or code span; a citation written
-        # after the full stop ("... done. [2]") stays with its sentence.
-        claims += [s.strip() for s in re.split(r"(?<=[.!?\]])\s+(?=[A-Z`\"(])", line) if s.strip()]
+    """The units a citation covers, outside code: each sentence of a paragraph (wrapped lines
+    joined), each list item and each table body row whole (cells joined by " | "; the header
+    names columns, it claims nothing). Headings claim nothing either. A citation at the end of
+    an item or row is the one its writer gave it."""
+    tokens = _MD.parse(answer)
+    claims: list[str] = []
+    items: list[tuple[int, list[str]]] = []  # open list items: (place in claims, own paragraphs)
+    row: list[str] | None = None
+    in_head = False
+    for i, tok in enumerate(tokens):
+        if tok.type == "list_item_open":
+            items.append((len(claims), []))
+        elif tok.type == "list_item_close":
+            place, paragraphs = items.pop()
+            if text := _one_line(" ".join(paragraphs)):
+                claims.insert(place, text)  # before its nested items, as it is written
+        elif tok.type in ("thead_open", "thead_close"):
+            in_head = tok.type == "thead_open"
+        elif tok.type == "tr_open":
+            row = []
+        elif tok.type == "tr_close" and row is not None:
+            if not in_head and any(row):
+                claims.append(" | ".join(cell for cell in row if cell))
+            row = None
+        elif tok.type == "inline":
+            kind = tokens[i - 1].type if i else ""
+            if row is not None:
+                row.append(_one_line(tok.content))
+            elif kind == "heading_open":
+                continue
+            elif items and kind == "paragraph_open":
+                items[-1][1].append(tok.content)
+            else:
+                claims += _sentences(tok.content)
     return claims
+
+
+def _sentences(paragraph: str) -> list[str]:
+    """A paragraph's sentences; a line that is a table row left unparsed (no header) is one."""
+    claims: list[str] = []
+    lines: list[str] = []
+
+    def flush() -> None:
+        claims.extend(_SENTENCE_END.split(_one_line(" ".join(lines))))
+        lines.clear()
+
+    for line in paragraph.split("\n"):
+        if row := _PIPE_ROW.match(line):
+            flush()
+            claims.append(" | ".join(cell.strip() for cell in row.group(1).split("|") if cell.strip()))
+        else:
+            lines.append(line)
+    flush()
+    return [claim for claim in claims if claim]
 
 
 def _is_claim(sentence: str) -> bool:
     """Worth a citation: not a lead-in ("Here is how:"), a bare citation, or a short fragment."""
-    words = CITATION.sub("", sentence).split()
+    words = [w for w in CITATION.sub("", sentence).split() if w != "|"]
     return len(words) >= 4 and not sentence.rstrip().endswith(":")
 
 

@@ -1,10 +1,11 @@
 """Clean Markdown of the markup every site generator shares and parse it into sections of blocks.
 
 `clean` removes front matter and shared markup (markup.py, tags.py: tags, comments, `:::`
-containers, snippet markers, `[[toc]]`) without ever touching code; a site generator's own markup is
-turned into Markdown before (sites/). `parse` splits the cleaned text into heading sections
-made of top-level blocks, each block a verbatim slice of the cleaned source, so code keeps its
-exact text. A `Dialect` says where a generator reads Markdown its own way: its anchor rule,
+containers, GitHub alerts, snippet markers, `[[toc]]`; references.py: reference-style links become
+inline links; characters.py: entities and emoji shortcodes) without ever touching code; a site
+generator's own markup is turned into Markdown before (sites/). `parse` splits the cleaned text
+into heading sections made of top-level blocks, each block a verbatim slice of the cleaned source,
+so code keeps its exact text. A `Dialect` says where a generator reads Markdown its own way: its anchor rule,
 and whether indented code exists (not in MDX).
 
 Decisions worth knowing:
@@ -37,7 +38,7 @@ import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from pgcite.ingest import markup
+from pgcite.ingest import markup, references
 from pgcite.ingest.anchors import GITHUB, AnchorRule
 from pgcite.safety import visible
 
@@ -138,23 +139,20 @@ def split_front_matter(text: str) -> tuple[str, dict[str, Any]]:
     return text[match.end() :], data if isinstance(data, dict) else {}
 
 
-def _code_line_ranges(text: str, dialect: Dialect) -> list[tuple[int, int]]:
-    """Line ranges [start, end) of fenced and indented code, as the generator's parser sees them."""
-    return [
-        (tok.map[0], tok.map[1])
-        for tok in dialect.parser.parse(text)
-        if tok.type in ("fence", "code_block") and tok.map is not None
-    ]
-
-
 def clean_body(body: str, dialect: Dialect = PLAIN) -> str:
-    """`body` without the markup every generator shares (markup.clean_prose); code untouched."""
-    lines = body.split("\n")
+    """`body` without the markup every generator shares (markup.clean_prose); code untouched.
+    Reference-style links are resolved against the whole page's definitions, which are dropped."""
+    env: dict[str, Any] = {}
+    tokens = dialect.parser.parse(body, env)  # code as the generator's parser sees it, and definitions
+    code = [(t.map[0], t.map[1]) for t in tokens if t.type in ("fence", "code_block") and t.map is not None]
+    definitions = references.definition_lines(env)
+    lines = ["" if n in definitions else line for n, line in enumerate(body.split("\n"))]
+    links = references.references_of(env)
     pieces: list[str] = []
     pos = 0
-    for start, end in [*_code_line_ranges(body, dialect), (len(lines), len(lines))]:
+    for start, end in [*code, (len(lines), len(lines))]:
         if start > pos:
-            prose = markup.clean_prose("\n".join(lines[pos:start]), jsx=dialect.jsx)
+            prose = markup.clean_prose("\n".join(lines[pos:start]), jsx=dialect.jsx, references=links)
             pieces.append(_BLANK_RUN.sub("\n\n", prose))
         if end > start:
             pieces.append("\n".join(lines[start:end]))

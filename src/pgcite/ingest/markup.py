@@ -1,6 +1,7 @@
-"""Markup a reader never sees, in any generator's Markdown: comments, container fences and (via
-tags.py) HTML and JSX tags; and the tools the generators' own passes share (fence-aware line
-walks, inline code kept out of reach).
+"""Markup a reader never sees, in any generator's Markdown: comments, container fences, GitHub
+alert markers and (via tags.py, references.py, characters.py) HTML and JSX tags, reference-style
+links, entities and emoji shortcodes; and the tools the generators' own passes share (fence-aware
+line walks, inline code kept out of reach).
 
 Every rule here runs on prose only: callers hand it text that holds no code block, and inline
 code spans are swapped for placeholders first, so `<!-- x -->` or `<Tabs>` quoted in backticks
@@ -10,9 +11,11 @@ stays as written.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from pgcite.ingest.characters import decode_emoji, decode_entities
+from pgcite.ingest.references import resolve_references
 from pgcite.ingest.tags import jsx_expression_end, strip_tags
 
 __all__ = [
@@ -163,27 +166,54 @@ def _container_line(match: re.Match[str]) -> str:
     return f"{match.group('indent')}**{title}**" if title and not generic else ""
 
 
-def clean_prose(segment: str, *, jsx: bool = False) -> str:
+# A GitHub alert's marker opens its blockquote: `> [!NOTE]`; Hugo and Obsidian also take a fold
+# sign and a title, `> [!WARNING]+ Radiation hazard`, and any type name (case-insensitive).
+_ALERT = re.compile(r"^(?P<quote>[ \t]*>(?:[ \t]*>)*)[ \t]*\[!(?P<kind>[A-Za-z]+)\][+-]?[ \t]*(?P<title>.*?)[ \t]*$")
+
+
+def _quote_depth(line: str) -> int:
+    match = re.match(r"[ \t]*>(?:[ \t]*>)*", line)
+    return match.group(0).count(">") if match else 0
+
+
+def _alert_line(match: re.Match[str]) -> str:
+    """An alert renders as an admonition: its marker leaves what a container's fence leaves (a
+    custom title as a bold line), inside the blockquote, which a marker alone on its line opens."""
+    title, quote = match.group("title"), match.group("quote")
+    if title and title.lower() not in _GENERIC_TITLES | {match.group("kind").lower()}:
+        return f"{quote} **{title}**"
+    return quote[: quote.rindex(">")].rstrip()  # one level out: a nested quote is not ended
+
+
+def clean_prose(segment: str, *, jsx: bool = False, references: Mapping[str, str] | None = None) -> str:
     """Remove the markup every generator shares from text that holds no code block: comments,
-    tags (see `strip_tags`), `:::` container fences (a custom title kept as a bold line), snippet
-    markers and table-of-contents placeholders. With `jsx` (MDX pages), `{expressions}` go too:
-    in MDX a brace in prose is always code, never text (a literal one is written `\\{`)."""
+    tags (see `strip_tags`), `:::` container fences (a custom title kept as a bold line), GitHub
+    alert markers (likewise), snippet markers and table-of-contents placeholders; reference-style
+    links whose definition is in `references` (the page's) become inline links; entities and emoji
+    shortcodes are decoded. With `jsx` (MDX pages), `{expressions}` go too: in MDX a brace in
+    prose is always code, never text (a literal one is written `\\{`)."""
     text, restore = protect_code_spans(segment)
     text = _HTML_COMMENT.sub(_keep_newlines, text)
     text = _MDX_COMMENT.sub(_keep_newlines, text)
     lines = []
+    depth = 0  # the quote depth of the line before: an alert marker opens a blockquote
     for line in text.split("\n"):
         container = _CONTAINER.match(line)
+        alert = _ALERT.match(line)
         if container:
             lines.append(_container_line(container))
+        elif alert and _quote_depth(line) > depth:
+            lines.append(_alert_line(alert))
         elif _MARKER_LINE.match(line):
             lines.append("")
         else:
             lines.append(line)
-    text = strip_tags("\n".join(lines), jsx)
+        depth = _quote_depth(line) if line.strip() else 0
+    text = resolve_references("\n".join(lines), references or {}, restore)
+    text = strip_tags(text, jsx)
     if jsx:
         text = _drop_expressions(text)
-    return restore(text)
+    return restore(decode_emoji(decode_entities(text)))
 
 
 _HEADING_ID = re.compile(r"\{#[\w:.-]+\}")

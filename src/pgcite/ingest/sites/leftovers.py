@@ -1,12 +1,16 @@
 """Generator markup that should never reach a chunk: the check behind bench/markup_check.py and
-the corpus tests. Code is left out first (fenced blocks and inline spans may show markup on
-purpose, as a page about admonitions does); what remains is prose a reader would see."""
+the corpus tests (GitHub alert markers, reference links left unresolved, entities and emoji
+shortcodes that cleaning decodes included). Code is left out first (fenced blocks and inline
+spans may show markup on purpose, as a page about admonitions does); what remains is prose a
+reader would see."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from pgcite.ingest import markup
+from pgcite.ingest.characters import ENTITY, SHORTCODE, decodable_entity, emoji_shortcode, shortcode_names
 from pgcite.ingest.tags import is_markup
 
 __all__ = ["PATTERNS", "leftovers"]
@@ -26,6 +30,17 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     ),
     "template or shortcode": re.compile(r"\{\{[<%]|\{%|\{\{\s*[\w.$]+\s*\}\}"),
     "table of contents placeholder": re.compile(r"\[\[toc\]\]|^\s*\[TOC\]\s*$", re.MULTILINE | re.IGNORECASE),
+    "alert marker": re.compile(r"^[ \t]*(?:>[ \t]*)+\[![A-Za-z]+\]", re.MULTILINE),
+    # `[text][ref]` or `[text][]` left as written (a shortcut `[text]` cannot be told from brackets
+    # in text, nor `matrix[i][j]` from a link).
+    "reference link": re.compile(r"(?<![A-Za-z0-9_\\\]])\[[^\[\]\n]+\]\[[^\[\]\n]*\]"),
+    "html entity": ENTITY,
+    "emoji shortcode": SHORTCODE,
+}
+# Kinds whose pattern finds candidates that a check on the match confirms.
+_CONFIRM: dict[str, Callable[[re.Match[str]], bool]] = {
+    "html entity": lambda match: decodable_entity(match.group(0)) is not None,
+    "emoji shortcode": lambda match: any(emoji_shortcode(name) for name in shortcode_names(match.group(0))),
 }
 
 _TAG_NAME = re.compile(r"</?([A-Za-z][\w.-]*)(?:\s[^<>]*)?/?>")
@@ -45,7 +60,8 @@ def leftovers(text: str, *, heading: bool = False) -> list[str]:
     block syntax count there. A lowercase tag that is no HTML element (<thinking>) is text."""
     prose = text if heading else _prose(text)
     names = ("attribute list", "mkdocs block", "container fence", "html comment") if heading else PATTERNS
-    found = [name for name in names if PATTERNS[name].search(prose)]
+    confirm = _CONFIRM.get
+    found = [name for name in names if any(confirm(name, bool)(m) for m in PATTERNS[name].finditer(prose))]
     if "html or jsx tag" in found and not any(is_markup(m.group(1), jsx=False) for m in _TAG_NAME.finditer(prose)):
         found.remove("html or jsx tag")
     return found
