@@ -27,14 +27,15 @@ def main() -> int:
     args = parser.parse_args()
     with Store.open(load_settings(), read_only=True) as store:
         rows = store.conn.execute(
-            "SELECT id, breadcrumb, content FROM chunks WHERE %(source)s::text IS NULL OR source = %(source)s ORDER BY id",
+            "SELECT c.id, c.breadcrumb, c.content, c.path LIKE '%%.mdx' OR s.site = 'docusaurus' FROM chunks c "
+            "JOIN sources s ON s.name = c.source WHERE %(source)s::text IS NULL OR c.source = %(source)s ORDER BY c.id",
             {"source": args.source},
         ).fetchall()
     kinds: collections.Counter[str] = collections.Counter()
     examples: dict[str, list[str]] = collections.defaultdict(list)
     dirty = 0
-    for chunk_id, breadcrumb, content in rows:
-        found = leftovers(content) + [f"{kind} (in the breadcrumb)" for kind in leftovers(breadcrumb, heading=True)]
+    for chunk_id, breadcrumb, content, mdx in rows:  # Docusaurus reads .md as MDX too
+        found = leftovers(content, mdx=mdx) + [f"{kind} (in the breadcrumb)" for kind in leftovers(breadcrumb, heading=True)]
         dirty += bool(found)
         for kind in found:
             kinds[kind] += 1

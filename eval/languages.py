@@ -1,15 +1,16 @@
 """Answers on a multilingual site never mix languages: each question of a set is asked, and every
 section its answer was written from (or, on a refusal, came closest) must be in one language, the
-question's own where the site has it, else the site's default (docs/languages.md).
+question's own where the site has it, else the site's default (docs/languages.md). A question
+that finds no section at all (the model finds nothing close) is counted apart.
 
     .venv/bin/python eval/languages.py                          # Starlight's docs, 17 languages
     .venv/bin/python eval/languages.py --fail-under right_language=1.0 --fail-under mixed_free=1.0
 
 The site is read from ../shared/corpora (or --corpora), ingested as a new user would into
 PGCITE_HOME or the configured database when it is not there yet, and skipped with a message where
-its corpus is absent. Prints one line per question and the totals: right_language (every section
-in the expected language), mixed_free (no answer mixes languages), hit@3 (the gold page among the
-first three sections)."""
+its corpus is absent. Prints one line per question and the totals: right_language (of the answers
+that read sections, those whose sections are all in the expected language), mixed_free (no answer
+mixes languages), hit@3 (the gold page among the first three sections), read_nothing."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def main() -> int:
         print(f"languages: skipped, {corpus} is absent")
         return 0
     questions = [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
-    right = mixed_free = hits = 0
+    right = mixed_free = hits = nothing = 0
     with Pgcite(load_settings()) as app:
         if SOURCE not in {s.name for s in app.sources()}:
             print(app.ingest(str(corpus), source=SOURCE).summary())
@@ -53,16 +54,21 @@ def main() -> int:
             gold = {g["path"] for g in q["gold"]}
             found = app.search(q["question"], k=3, filters=SearchFilter(source=SOURCE))
             right += languages == {q["language"]}
+            nothing += not languages
             mixed_free += len(languages) <= 1
             hits += any(h.path in gold for h in found)
             shown = ",".join(sorted(languages)) or "-"
-            print(f"{q['id']:22} expected {q['language']:6} read {shown:10} {'refused' if answer.refused else 'answered'}")
+            print(
+                f"{q['id']:22} expected {q['language']:6} read {shown:10} {'refused' if answer.refused else 'answered'}"
+            )
     totals = {
-        "right_language": right / len(questions),
+        "right_language": right / max(len(questions) - nothing, 1),
         "mixed_free": mixed_free / len(questions),
         "hit@3": hits / len(questions),
+        "read_nothing": nothing,
     }
-    print("  ".join(f"{name} {value:.2f}" for name, value in totals.items()), f"({len(questions)} questions)")
+    shown = (f"{name} {value:.2f}" if isinstance(value, float) else f"{name} {value}" for name, value in totals.items())
+    print("  ".join(shown), f"({len(questions)} questions)")
     failed = False
     for bar in args.fail_under:
         name, _, value = bar.partition("=")

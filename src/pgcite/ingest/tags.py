@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 __all__ = ["HTML_ELEMENTS", "Tag", "is_markup", "iter_tags", "jsx_expression_end", "strip_tags"]
 
-_TAG_START = re.compile(r"<(/?)([A-Za-z][\w.-]*)")
+_TAG_START = re.compile(r"(?<!\\)<(/?)([A-Za-z][\w.-]*)")  # `\<html>` is an escaped "<": text
 _ATTRIBUTE = re.compile(r"\s*([^\s=/>\"'{}]+)(?:\s*=\s*(\"[^\"]*\"|'[^']*'|\{|[^\s>\"'{}]+))?", re.DOTALL)
 _EMPTY_LINK = re.compile(r"\[\s*\]\([^)\s]*\)")  # what a link around an image leaves
 _MAX_TAG = 4000  # characters; a "<" that opens no tag within this is text

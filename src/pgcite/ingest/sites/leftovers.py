@@ -54,12 +54,15 @@ def _prose(text: str) -> str:
     return re.sub("\ue000\\d+\ue001", "", protected)
 
 
-def leftovers(text: str, *, heading: bool = False) -> list[str]:
+def leftovers(text: str, *, heading: bool = False, mdx: bool = True) -> list[str]:
     """The kinds of generator markup left in `text`'s prose, one name each. A heading (or
     breadcrumb) is plain text whose inline code lost its backticks, so only attribute lists and
-    block syntax count there. A lowercase tag that is no HTML element (<thinking>) is text."""
+    block syntax count there. A lowercase tag that is no HTML element (<thinking>) is text; so is
+    `{name}` outside MDX (mdBook's "where {path} will be replaced", MathJax's `\frac{1}{N}`)."""
     prose = text if heading else _prose(text)
     names = ("attribute list", "mkdocs block", "container fence", "html comment") if heading else PATTERNS
+    if not mdx:
+        names = [name for name in names if name != "mdx comment or expression"]
     confirm = _CONFIRM.get
     found = [name for name in names if any(confirm(name, bool)(m) for m in PATTERNS[name].finditer(prose))]
     if "html or jsx tag" in found and not any(is_markup(m.group(1), jsx=False) for m in _TAG_NAME.finditer(prose)):
