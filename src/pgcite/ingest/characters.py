@@ -9,6 +9,7 @@ border, `&#42;` emphasis; those stay as written, as their source meant them to r
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 
@@ -78,11 +79,18 @@ SHORTCODE = re.compile(r"(?<![A-Za-z0-9_\\/:])(?::[A-Za-z0-9_+-]+:)+(?![A-Za-z0-
 _NAME = re.compile(r":([A-Za-z0-9_+-]+):")
 
 
+@functools.cache
+def _emoji_names() -> dict[str, str]:
+    """Every name the emoji library knows for an emoji (its English name and GitHub's aliases),
+    read once: its own lookup scans the whole table for each name."""
+    aliases = {name: char for char, data in emoji.EMOJI_DATA.items() for name in data.get("alias", ())}
+    english = {data["en"]: char for char, data in emoji.EMOJI_DATA.items() if data.get("en")}
+    return english | aliases  # GitHub's `:cat:` is 🐱, as emojize(language="alias") reads it
+
+
 def emoji_shortcode(name: str) -> str | None:
     """The emoji `:name:` stands for (GitHub's and the emoji library's aliases), or None."""
-    code = f":{name}:"
-    decoded = emoji.emojize(code, language="alias")
-    return decoded if decoded != code else None
+    return _emoji_names().get(f":{name}:")
 
 
 def shortcode_names(run: str) -> list[str]:
