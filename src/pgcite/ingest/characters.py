@@ -83,8 +83,10 @@ _NAME = re.compile(r":([A-Za-z0-9_+-]+):")
 def _emoji_names() -> dict[str, str]:
     """Every name the emoji library knows for an emoji (its English name and GitHub's aliases),
     read once: its own lookup scans the whole table for each name."""
-    aliases = {name: char for char, data in emoji.EMOJI_DATA.items() for name in data.get("alias", ())}
-    english = {data["en"]: char for char, data in emoji.EMOJI_DATA.items() if data.get("en")}
+    # The fully qualified form of each emoji (with its variation selector), as emojize writes it.
+    table = sorted(emoji.EMOJI_DATA.items(), key=lambda item: item[1]["status"] == emoji.STATUS["fully_qualified"])
+    aliases = {name: char for char, data in table for name in data.get("alias", ())}
+    english = {data["en"]: char for char, data in table if data.get("en")}
     return english | aliases  # GitHub's `:cat:` is 🐱, as emojize(language="alias") reads it
 
 
