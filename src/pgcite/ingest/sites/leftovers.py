@@ -60,9 +60,9 @@ def leftovers(text: str, *, heading: bool = False, mdx: bool = True) -> list[str
     block syntax count there. A lowercase tag that is no HTML element (<thinking>) is text; so is
     `{name}` outside MDX (mdBook's "where {path} will be replaced", MathJax's `\frac{1}{N}`)."""
     prose = text if heading else _prose(text)
-    names = ("attribute list", "mkdocs block", "container fence", "html comment") if heading else PATTERNS
-    if not mdx:
-        names = [name for name in names if name != "mdx comment or expression"]
+    names = ["attribute list", "mkdocs block", "container fence", "html comment"] if heading else list(PATTERNS)
+    if not mdx and not heading:
+        names.remove("mdx comment or expression")
     confirm = _CONFIRM.get
     found = [name for name in names if any(confirm(name, bool)(m) for m in PATTERNS[name].finditer(prose))]
     if "html or jsx tag" in found and not any(is_markup(m.group(1), jsx=False) for m in _TAG_NAME.finditer(prose)):
