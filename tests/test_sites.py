@@ -207,6 +207,22 @@ def test_docusaurus_route_base_can_be_set() -> None:
     assert cli.route == "next/cli"
 
 
+@pytest.mark.parametrize("written, home, index, page", [
+    ("false", "docs/next", "docs/next/guides", "docs/next/cli"),
+    ("true", "docs/next/", "docs/next/guides/", "docs/next/cli/"),
+    ("process.env.SLASH === '1'", "docs/next/", "docs/next/guides/", "docs/next/cli"),  # computed: the plugin's
+])
+def test_docusaurus_trailing_slash_as_the_config_writes_it(tmp_path, written, home, index, page) -> None:
+    shutil.copytree(SITES / "docusaurus" / "website", tmp_path / "website")
+    (tmp_path / "website" / "docusaurus.config.ts").write_text(
+        f"export default {{url: 'https://gadgets.example.com', baseUrl: '/', trailingSlash: {written}}};\n")
+    site = detect(open_location(str(tmp_path / "website"), Settings()))
+    routes = [site.render(Document(path, text, "x")).route for path, text in (
+        ("docs/intro.mdx", "---\nslug: /\n---\n# Gadgets\n"), ("docs/guides/README.md", "# Guides\n"),
+        ("docs/cli.md", "# CLI\n"))]
+    assert routes == [home, index, page]
+
+
 def test_mdx_is_cleaned_to_what_the_reader_sees() -> None:
     _, pages = read_site(SITES / "docusaurus" / "website")
     intro = pages["docs/intro.mdx"]

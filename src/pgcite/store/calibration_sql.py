@@ -10,20 +10,28 @@ from psycopg.types.json import Jsonb
 from pgcite.store import search_sql
 from pgcite.store.scalar import scalar
 
+# What a source answers from by default: its default version, in its default language (a site with
+# translations is calibrated on the pages most questions read).
+_DEFAULT = (
+    "{c}in_default_version AND {c}language = coalesce(nullif("
+    "(SELECT s.default_language FROM sources s WHERE s.name = {c}source), ''), {c}language)"
+)
+
 
 def chunk_count(conn: psycopg.Connection, source: str) -> int:
-    return scalar(conn, "SELECT count(*) FROM chunks WHERE source = %s AND in_default_version", (source,))
+    return scalar(conn, f"SELECT count(*) FROM chunks WHERE source = %s AND {_DEFAULT.format(c='')}", (source,))
 
 
 def sample_headings(conn: psycopg.Connection, source: str, limit: int) -> list[tuple[str, str]]:
     """Up to `limit` (page title, heading) pairs of the source's sections, in a stable order
     that spreads them over the pages (md5 of the section, not the first pages)."""
     rows = conn.execute(
-        """SELECT title, heading FROM (
+        f"""SELECT title, heading FROM (
                SELECT DISTINCT ON (c.document_id, c.heading_path) d.title, c.heading,
                       md5(d.path || '#' || array_to_string(c.heading_path, '>')) AS key
                FROM chunks c JOIN documents d ON d.id = c.document_id
-               WHERE c.source = %s AND c.in_default_version AND c.heading <> '' AND c.heading <> d.title
+               WHERE c.source = %s AND {_DEFAULT.format(c="c.")}
+                     AND c.heading <> '' AND c.heading <> d.title
                ORDER BY c.document_id, c.heading_path) s
            ORDER BY key LIMIT %s""",
         (source, limit),
@@ -41,9 +49,9 @@ def best_scores(conn: psycopg.Connection, vectors: np.ndarray, source: str) -> n
         for vector in vectors:
             # The best of a few, as the search finds them (relaxed order is not quite sorted).
             cur.execute(
-                """SELECT max(score) FROM (
+                f"""SELECT max(score) FROM (
                                SELECT 1 - (embedding <=> %(q)s) AS score FROM chunks
-                               WHERE source = %(source)s AND in_default_version
+                               WHERE source = %(source)s AND {_DEFAULT.format(c="")}
                                ORDER BY embedding <=> %(q)s LIMIT 5) best""",
                 {"q": np.asarray(vector, dtype=np.float32), "source": source},
             )

@@ -76,6 +76,10 @@ class Docusaurus(Site):
         # Every released version with a folder: how the site routes, whatever part is ingested.
         self.released = tuple(v for v in self._listed_versions() if files.exists(f"versioned_docs/version-{v}"))
         config = JsConfig.first(files.read, self.markers)
+        # `trailingSlash` when the configuration sets it literally; None (computed, or not set):
+        # the docs plugin's own routes, a category index with its slash.
+        written = config.top_level("trailingSlash") if config else None
+        self.trailing_slash = {"true": True, "false": False}.get((written or "").strip())
         default_locale, named = _i18n(config) if config else ("", None)
         self.default_locale = default_locale or DEFAULT_LOCALE  # served without a locale in its URLs
         self.locales = self._translations(named)  # locale folder under i18n/ -> language tag
@@ -166,7 +170,10 @@ class Docusaurus(Site):
         locale_route = "" if locale in ("", self.default_locale) else locale
         prefix = "/".join(part for part in (locale_route, self.route_base, version_route) if part)
         route = posixpath.join(prefix, doc_route.lstrip("/")) if doc_route != "/" else prefix + "/"
-        return route.lstrip("/")
+        route = route.lstrip("/")
+        if route and self.trailing_slash is not None:
+            route = route.rstrip("/") + ("/" if self.trailing_slash else "")
+        return route
 
     def prepare(self, body: str, includes: Includes) -> str:
         return prepare_mdx(body, includes)

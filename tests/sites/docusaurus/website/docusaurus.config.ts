@@ -1,2 +1,2 @@
-// A Docusaurus configuration is code: pgcite reads none of it and uses the documented defaults.
+// A Docusaurus configuration is code: pgcite reads only its literal values (i18n, trailingSlash).
 export default {url: 'https://gadgets.example.com', baseUrl: '/'};
