@@ -71,12 +71,14 @@ def test_without_a_summary_every_markdown_file_is_a_page(tmp_path: Path) -> None
     assert pages["src/b/c.md"].title == "C" and pages["src/b/c.md"].included == ()
 
 
-def test_a_page_is_named_by_its_title_helper_else_its_summary_entry() -> None:
+def test_a_page_is_named_by_its_heading_else_its_title_helper_else_its_summary_entry() -> None:
+    # The H1 is what a reader sees atop the page (and words a question matches); mdBook's <title>
+    # and sidebar name only stand in for a page without one.
     _, pages = read_site(RULES)
-    assert pages["src/escapes.md"].title == "Backslash escapes"  # its H1 says "Escapes"
-    assert pages["src/hidden.md"].title == "Hidden"  # no H1 at all
-    assert pages["src/odd/[x] notes.md"].parsed.title == "Odd [x] notes"
-    assert pages["src/thanks.md"].title == "Thank you all"  # {{#title Thank you all}}
+    assert pages["src/escapes.md"].title == "Escapes"  # SUMMARY says "Backslash escapes"
+    assert pages["src/hidden.md"].title == "Hidden"  # no H1 at all: SUMMARY's name
+    assert pages["src/odd/[x] notes.md"].parsed.title == "Notes"
+    assert pages["src/thanks.md"].title == "Thanks"  # beside {{#title Thank you all}}
     assert "{{#title" not in pages["src/thanks.md"].parsed.markdown
 
 
@@ -252,7 +254,7 @@ def test_mdbooks_own_guide() -> None:
     assert set(pages) == listed and len(pages) == 31  # not 404.md, cli/arg-watcher.md, guide/README.md
     for path, url in GUIDE_SAMPLE:
         assert first_section_url(pages[path]) == GUIDE_URL + url, path
-    assert pages["src/cli/build.md"].title == "build"  # SUMMARY's name, as the sidebar and <title>
+    assert pages["src/cli/build.md"].title == "The build command"  # its H1 (SUMMARY says "build")
 
     markdown = {path: page.parsed.markdown for path, page in pages.items()}
     assert [p for p, md in markdown.items() if any(line.strip() == "\\" for line in md.split("\n"))] == []

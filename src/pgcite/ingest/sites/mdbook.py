@@ -89,12 +89,14 @@ class MdBook(Site):
         return drop_unseen(expanded.text, self.dialect.parser, placeholders=self._own_preprocessor)
 
     def render(self, document: Document) -> Page:
-        """The page, named as mdBook names it in the sidebar and its <title>: its `{{#title}}`,
-        else its SUMMARY.md entry (its first heading only when neither says)."""
+        """The page, titled by its first heading as a reader sees it at the top of the page; a
+        page without one by what mdBook names it in its <title> and sidebar: its `{{#title}}`,
+        else its SUMMARY.md entry."""
         page = super().render(document)
         site_path = self.files.to_site(document.path)
         title = self._titles.pop(site_path, "") or (self._names or {}).get(site_path, "")
-        if title and title != page.title:
+        headed = page.title != self.fallback_title(site_path, {})
+        if title and not headed and title != page.title:
             page = replace(page, title=title, parsed=replace(page.parsed, title=title))
         if self._names is not None:  # its name and being a page at all come from SUMMARY.md
             page = replace(page, included=(*page.included, self._summary))
