@@ -106,6 +106,13 @@ def test_a_named_language_wins_and_a_missing_one_finds_nothing(app):
     hits = app.search("How do I change the colours?", k=5, filters=SearchFilter(language="fr"))
     assert hits and _languages_of(hits) == {"fr"}
     assert app.search("How do I change the colours?", k=5, filters=SearchFilter(language="de")) == []
+    assert app.why_nothing(SearchFilter(language="de")) == (
+        "source 'demo' has no 'de' pages; it holds en, fr, ja"
+    )
+    assert app.why_nothing(SearchFilter(source="demo", version="2.x")) == (
+        "source 'demo' has no version '2.x'; it has no versions"
+    )
+    assert "there is no source 'nope'" in app.why_nothing(SearchFilter(source="nope"))
     with pytest.raises(PgciteError, match="not a language tag"):
         app.search("sidebar", filters=SearchFilter(language="en; drop"))
 

@@ -51,8 +51,9 @@ class SourceOps:
                     f"source {s.name!r} has no pages in its default version {s.default_version!r}; it holds "
                     f"{', '.join(versions)}: name one (--version, or `version`)"
                 )
-            elif filters.version is not None and versions and filters.version not in s.versions:
-                reasons.append(f"source {s.name!r} has no version {filters.version!r}; it holds {', '.join(versions)}")
+            elif filters.version is not None and filters.version not in s.versions:
+                holds = f"it holds {', '.join(versions)}" if versions else "it has no versions"
+                reasons.append(f"source {s.name!r} has no version {filters.version!r}; {holds}")
             wanted = (filters.language or "").lower()
             if wanted and s.languages and not any(lang.split("-")[0] == wanted.split("-")[0] for lang in s.languages):
                 reasons.append(f"source {s.name!r} has no {wanted!r} pages; it holds {', '.join(s.languages)}")
