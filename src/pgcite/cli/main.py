@@ -16,6 +16,7 @@ from pgcite.cli.export import export_app
 from pgcite.cli.ingest import ingest, sync
 from pgcite.cli.keys import db_app, keys_app
 from pgcite.cli.log import gaps, log_app
+from pgcite.cli.review import review
 from pgcite.cli.server import mcp, serve, status, stop
 from pgcite.cli.sources import sources_app
 from pgcite.errors import PgciteError, first_line
@@ -37,6 +38,7 @@ app.command()(mcp)
 app.command()(stop)
 app.command("gaps")(gaps)
 app.command("eval")(eval_questions)
+app.command()(review)
 app.add_typer(sources_app, name="sources")
 app.add_typer(db_app, name="db")
 app.add_typer(keys_app, name="keys")

@@ -1,0 +1,215 @@
+"""`pgcite review BASE HEAD`: what a docs change does to the answers. Both versions are ingested
+into throw-away sources on the same database (the embedding cache makes the second cheap), the
+questions are asked of each, and every answer that changed is reported: answered and now refused
+or the reverse, its fact lost or gained, other sections cited, new warnings from the checks."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import hashlib
+import io
+import os
+import posixpath
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pgcite.answer.flow import Answer
+from pgcite.core import Pgcite
+from pgcite.errors import PgciteError
+from pgcite.evaluation.metrics import contains_fact
+from pgcite.evaluation.questions import Question
+from pgcite.vocabulary import SearchFilter, wording_key
+
+__all__ = ["KINDS", "Change", "Cited", "Review", "Side", "checkout", "compare", "logged_questions", "review"]
+
+# What can change in an answer, in the order a report lists them (and --fail-on names them).
+KINDS = {
+    "refused": "answered before, refused now",
+    "lost-fact": "lost the fact the question set expects",
+    "moved": "cite other sections",
+    "new-warning": "carry a new warning from the checks",
+    "answered": "refused before, answered now",
+    "gained-fact": "hold the expected fact now",
+}
+
+
+@dataclass(frozen=True)
+class Cited:
+    """A section an answer cites, named as the reader sees it."""
+
+    path: str
+    heading: str  # "Page > Heading"
+    url: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.path, self.heading
+
+
+@dataclass(frozen=True)
+class Side:
+    """One version's answer to a question."""
+
+    refused: bool
+    text: str
+    cited: tuple[Cited, ...]
+    fact: bool | None  # the question set's answer_fact found in it (None: it names none)
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Change:
+    id: str
+    question: str
+    kinds: tuple[str, ...]
+    base: Side
+    head: Side
+
+
+@dataclass
+class Review:
+    base: str
+    head: str
+    questions: int = 0
+    changes: list[Change] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        found = collections.Counter(kind for change in self.changes for kind in change.kinds)
+        return {kind: found[kind] for kind in KINDS}
+
+    def failed(self, fail_on: Sequence[str]) -> list[str]:
+        """The kinds among `fail_on` that some answer shows."""
+        return [kind for kind in fail_on if self.counts.get(kind)]
+
+
+def _side(answer: Answer, fact: str | None) -> Side:
+    by_number = {p.number: p.hit for p in answer.sources}
+    cited = tuple(
+        dict.fromkeys(
+            Cited(hit.path, hit.breadcrumb or hit.title, hit.url)
+            for n in answer.citations
+            if (hit := by_number.get(n)) is not None
+        )
+    )
+    return Side(
+        answer.refused,
+        answer.text,
+        cited,
+        None if fact is None else (not answer.refused and contains_fact(answer.text, fact)),
+        tuple(answer.checks.warnings()),
+    )
+
+
+def compare(base: Side, head: Side) -> tuple[str, ...]:
+    """The kinds of change from `base` to `head` (none: the same answer, as far as a reader can tell)."""
+    kinds = []
+    if not base.refused and head.refused:
+        kinds.append("refused")
+    if base.refused and not head.refused:
+        kinds.append("answered")
+    if base.fact and head.fact is False:
+        kinds.append("lost-fact")
+    if base.fact is False and head.fact:
+        kinds.append("gained-fact")
+    if not base.refused and not head.refused and {c.key for c in base.cited} != {c.key for c in head.cited}:
+        kinds.append("moved")
+    if set(head.warnings) - set(base.warnings):
+        kinds.append("new-warning")
+    return tuple(kind for kind in KINDS if kind in kinds)  # the gravest first
+
+
+def _label(location: str) -> str:
+    digest = hashlib.sha256(f"{location}\0{os.getpid()}\0{datetime.now().isoformat()}".encode()).hexdigest()
+    return digest[:10]
+
+
+def review(
+    app: Pgcite,
+    base: str,
+    head: str,
+    questions: Sequence[Question],
+    *,
+    options: dict | None = None,
+    labels: tuple[str, str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Review:
+    """Ingest `base` and `head` (folders) into throw-away sources with the same ingest `options`,
+    ask each question of both, and report the answers that changed. The sources are removed after."""
+    if not questions:
+        raise PgciteError("no questions to replay: give --questions FILE or --from-log with --source NAME")
+    stem = f"review-{_label(base + head)}"
+    names = {"base": f"{stem}-base", "head": f"{stem}-head"}
+    result = Review(*(labels or (base, head)), questions=len(questions))
+    try:
+        for side, location in (("base", base), ("head", head)):
+            if progress:
+                progress(f"ingesting {side}: {location}")
+            app.ingest(location, source=names[side], **(options or {}))
+        for number, q in enumerate(questions, start=1):
+            if progress:
+                progress(f"asking {number}/{len(questions)}: {q.question[:60]}")
+            before, after = (
+                _side(
+                    app.ask(q.question, filters=SearchFilter(source=names[side], exclude_flagged=True)), q.answer_fact
+                )
+                for side in ("base", "head")
+            )
+            kinds = compare(before, after)
+            if kinds:
+                result.changes.append(Change(q.id, q.question, kinds, before, after))
+    finally:
+        for name in names.values():
+            with contextlib.suppress(PgciteError):
+                app.remove_source(name)
+    return result
+
+
+def logged_questions(app: Pgcite, source: str, since: datetime | None, top: int) -> list[Question]:
+    """The `top` most asked questions of `source` in the answer log since `since`, refusals included."""
+    asked: collections.Counter[str] = collections.Counter()
+    wording: dict[str, str] = {}
+    for entry in app.log_entries(since=since, source=source, limit=None):
+        key = wording_key(entry.question)
+        asked[key] += 1
+        wording.setdefault(key, entry.question)
+    return [Question(f"log-{i}", wording[key]) for i, (key, _) in enumerate(asked.most_common(top), start=1)]
+
+
+@contextlib.contextmanager
+def checkout(folder: str, revisions: Sequence[str]) -> Iterator[list[str]]:
+    """`folder` as it stands at each git revision, extracted into temporary folders with
+    `git archive` (the user's checkout and index are never touched); yields their paths."""
+    try:
+        top = _git(folder, "rev-parse", "--show-toplevel").decode().strip()
+    except PgciteError:
+        raise PgciteError(
+            f"{folder} is not inside a git repository; give two folders, or --git a folder of a repository"
+        ) from None
+    inside = posixpath.relpath(os.path.abspath(folder), top).replace(os.sep, "/")
+    with tempfile.TemporaryDirectory(prefix="pgcite-review-") as tmp:
+        paths = []
+        for index, revision in enumerate(revisions):
+            target = os.path.join(tmp, str(index))
+            os.mkdir(target)
+            archive = _git(top, "archive", "--format=tar", revision, "--", "." if inside == "." else inside)
+            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+                tar.extractall(target, filter="data")  # no path leaves the folder, no device or link out
+            paths.append(os.path.join(target, inside) if inside != "." else target)
+        yield paths
+
+
+def _git(folder: str, *args: str) -> bytes:
+    try:
+        done = subprocess.run(["git", "-C", folder, *args], capture_output=True, check=False, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise PgciteError(f"git {args[0]} could not run: {exc}") from None
+    if done.returncode:
+        message = done.stderr.decode(errors="replace").strip().splitlines()
+        raise PgciteError(f"git {args[0]} in {folder}: {message[-1] if message else 'failed'}")
+    return done.stdout
