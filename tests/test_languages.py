@@ -151,6 +151,9 @@ def test_only_the_languages_kept_are_stored(admin_dsn, embedder, tmp_path):
             assert report.removed == 1 and app.source("demo").languages == {"en": 2}
             with pytest.raises(PgciteError, match="no 'de' pages; it publishes en, fr, ja"):
                 app.ingest(site, source="demo", base_url=BASE, languages=["de"])
+            # Without the site's default, the first language kept in the site's order is the default.
+            app.ingest(site, source="demo", base_url=BASE, languages=["ja", "fr"])
+            assert app.source("demo").default_language == "fr"
     finally:
         _drop_database(admin_dsn, name)
 

@@ -139,7 +139,10 @@ def ingest(
             version,
             site=site.name,
             default_version=report.default_version,
-            default_language=site.default_language if kept is None or site.default_language in kept else "",
+            # The site's default, else the first language kept (--languages fr,de on an English site).
+            default_language=site.default_language
+            if kept is None or site.default_language in kept
+            else (report.languages[0] if report.languages else ""),
             options=options,
         )
         known = store.stored_files(source_name)
