@@ -94,6 +94,7 @@ def log_entry(e: LogEntry) -> dict:
         dataclasses.asdict(e),
         asked_at=e.asked_at.isoformat(),
         rated_at=e.rated_at.isoformat() if e.rated_at else None,
+        stale_at=e.stale_at.isoformat() if e.stale_at else None,
         scope=list(e.scope) if e.scope is not None else None,
     )
 

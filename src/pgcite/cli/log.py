@@ -30,6 +30,9 @@ def log_list(
     ctx: typer.Context,
     since: Since = "7d",
     refused: Annotated[bool, typer.Option("--refused", help="Only refusals.")] = False,
+    stale: Annotated[
+        bool, typer.Option("--stale", help="Only answers that cited a section that has changed since.")
+    ] = False,
     source: Annotated[str | None, typer.Option("--source", help="Only questions asked of this source.")] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most this many, newest first.")] = 50,
     as_json: Json = False,
@@ -42,7 +45,7 @@ def log_list(
     from pgcite.learn.log import parse_since
 
     with Pgcite(cli_settings()) as app:
-        rows = app.log_entries(since=parse_since(since), refused=refused, source=source, limit=limit)
+        rows = app.log_entries(since=parse_since(since), refused=refused, stale=stale, source=source, limit=limit)
     if as_json:
         print(json.dumps({"answers": [shapes.log_entry(e) for e in rows]}, ensure_ascii=False))
         return
@@ -60,7 +63,8 @@ def log_list(
         out.print(
             f"[dim]{e.asked_at:%Y-%m-%d %H:%M}[/] [bold]{e.id[:8]}[/] {e.channel}"
             f"{' key ' + escape(e.key_name) if e.key_name else ''}  {verdict}{rating}"
-            f"{f'  [yellow]{warnings} warnings[/]' if warnings else ''}  [dim]{e.latency_ms} ms[/]"
+            f"{f'  [yellow]{warnings} warnings[/]' if warnings else ''}"
+            f"{'  [yellow]stale: a cited section has changed[/]' if e.stale_at else ''}  [dim]{e.latency_ms} ms[/]"
         )
         out.print(f"   {escape(_one_line(e.question, 110))}")
         if not e.refused:
@@ -108,7 +112,9 @@ def log_export(
     from pgcite.vocabulary import wording_key
 
     with Pgcite(cli_settings()) as app:
-        rows = eval_rows(app.log_entries(since=parse_since(since), limit=None))
+        entries = app.log_entries(since=parse_since(since), limit=None)
+    rows = eval_rows(entries)
+    stale = sum(1 for e in entries if e.stale_at and e.rating == "up")
     held = set()
     if eval_file.exists():
         held = {wording_key(q.question) for q in load_questions(eval_file)}
@@ -120,6 +126,7 @@ def log_export(
     out.print(
         f"added {len(new)} rows to {escape(str(eval_file))} ({len(new) - unanswerable} answered, "
         f"{unanswerable} not in the docs; {len(rows) - len(new)} already there)"
+        + (f"; {stale} rated answers left out: a section they cited has changed since" if stale else "")
     )
 
 

@@ -26,7 +26,7 @@ from pgcite.ingest.sources import DEFAULT_EXCLUDE, Limits, Skipped, Source, Unch
 from pgcite.ingest.writer import Pending, Writer
 from pgcite.retrieval import calibration
 from pgcite.safety import own_sites
-from pgcite.store import Store, sync_rows
+from pgcite.store import Store, log_rows, sync_rows
 
 
 def chunk_budget(settings: Settings, embedder: Embedder) -> int:
@@ -219,6 +219,7 @@ def ingest(
             report.removed = store.delete_documents(source_name, gone)
             report.paths["removed"] = gone
             store.record_languages(source_name)
+            report.stale_answers = log_rows.mark_stale(store, source_name)
             # What the pages include now: a page read again says, the others as stored.
             report.included = sorted(
                 {

@@ -29,6 +29,7 @@ class IngestReport:
     default_version: str = ""
     languages: tuple[str, ...] = ()  # the site's, the default first
     left_out: int = 0  # pages in languages `--languages` did not keep
+    stale_answers: int = 0  # logged answers that cited a section this ingest changed or removed
     # "path > heading: kinds" of chunks that read like instructions to an AI (left out of answers).
     flagged: list[str] = field(default_factory=list)
     # "path: include X left out: why", one per include that could not be read.
@@ -50,6 +51,8 @@ class IngestReport:
             versions += f", languages {', '.join(self.languages)} (default {self.languages[0]})"
         if self.left_out:
             versions += f", {self.left_out} pages in other languages left out"
+        if self.stale_answers:
+            versions += f"; {self.stale_answers} logged answers cited sections that changed (pgcite log --stale)"
         return (
             f"{self.source}: {self.new} new, {self.changed} changed, {self.unchanged} unchanged, "
             f"{self.removed} removed, {len(self.skipped)} skipped files, {self.others} other files; "

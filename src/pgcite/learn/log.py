@@ -4,6 +4,7 @@ with it: when the queue is full or the database refuses, the row is counted as d
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import queue
 import re
@@ -42,6 +43,8 @@ def _section(hit: SearchHit, number: int | None, cited: bool, reason: str = "") 
         "heading": hit.heading,
         "breadcrumb": hit.breadcrumb,
         "url": hit.url,
+        # Its text as cited: a later ingest that changes it marks the answer stale (log_rows.mark_stale).
+        "content_md5": hashlib.md5(hit.content.encode(), usedforsecurity=False).hexdigest(),
         "score": round(hit.score, 4),
         "reason": reason,
     }
@@ -232,7 +235,7 @@ def eval_rows(entries: Sequence[LogEntry]) -> list[dict]:
         if key in seen:
             continue
         row: dict[str, object]
-        if e.rating == "up" and not e.refused:
+        if e.rating == "up" and not e.refused and e.stale_at is None:  # a stale answer's sections changed
             gold = [
                 {"path": s["path"], **({"heading": s["heading"]} if s["heading"] else {})}
                 for s in e.retrieved

@@ -46,6 +46,7 @@ class LogOps:
         since: datetime | None = None,
         refused: bool = False,
         unanswered: bool = False,
+        stale: bool = False,
         source: str | None = None,
         allowed: Sequence[str] | None = None,
         limit: int | None = 100,
@@ -54,7 +55,14 @@ class LogOps:
         self._flush_log()
         with self.reader() as store:
             return log_rows.entries(
-                store, since=since, refused=refused, unanswered=unanswered, source=source, allowed=allowed, limit=limit
+                store,
+                since=since,
+                refused=refused,
+                unanswered=unanswered,
+                stale=stale,
+                source=source,
+                allowed=allowed,
+                limit=limit,
             )
 
     def rate(

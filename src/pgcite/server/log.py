@@ -43,13 +43,19 @@ def add_log_routes(
     def answer_log(
         since: str | None = Query(None, description="7d, 12h, 30m, 2w, or an ISO date"),
         refused: bool = False,
+        stale: bool = Query(False, description="only answers that cited a section that has changed since"),
         source: str | None = None,
         limit: int = Query(100, ge=1, le=1000),
         caller: Caller = Depends(write_access),
     ) -> dict:
         """The `pgcite log --json` object: logged answers, newest first."""
         rows = core.log_entries(
-            since=parse_since(since), refused=refused, source=source, allowed=caller.sources, limit=limit
+            since=parse_since(since),
+            refused=refused,
+            stale=stale,
+            source=source,
+            allowed=caller.sources,
+            limit=limit,
         )
         return {"answers": [shapes.log_entry(e) for e in rows]}
 

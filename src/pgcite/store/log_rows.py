@@ -44,6 +44,7 @@ class LogEntry:
     comment: str | None = None
     rated_at: datetime | None = None
     confirmed: bool = False  # a refusal the team confirmed: the docs do not say
+    stale_at: datetime | None = None  # when a section it cited was found changed or gone
 
 
 _COLUMNS = [f.name for f in dataclasses.fields(LogEntry)]
@@ -80,14 +81,17 @@ def entries(
     since: datetime | None = None,
     refused: bool = False,
     unanswered: bool = False,
+    stale: bool = False,
     source: str | None = None,
     allowed: Sequence[str] | None = None,
     limit: int | None = 100,
 ) -> list[LogEntry]:
-    """Newest first. refused: only refusals; unanswered: what the gaps report starts from."""
+    """Newest first. refused: only refusals; unanswered: what the gaps report starts from; stale:
+    only answers that cited a section since changed."""
     rows = store.conn.execute(
         f"""{_SELECT} WHERE {_VISIBLE} AND (%(since)s::timestamptz IS NULL OR asked_at >= %(since)s)
             AND (NOT %(refused)s OR refused) AND (NOT %(unanswered)s OR {_UNANSWERED})
+            AND (NOT %(stale)s OR stale_at IS NOT NULL)
             AND (%(source)s::text IS NULL OR %(source)s = ANY(scope))
             ORDER BY asked_at DESC, id LIMIT %(limit)s""",
         {
@@ -95,11 +99,26 @@ def entries(
             "since": since,
             "refused": refused,
             "unanswered": unanswered,
+            "stale": stale,
             "source": source,
             "limit": limit,
         },
     ).fetchall()
     return [_entry(r) for r in rows]
+
+
+def mark_stale(store: Store, source: str) -> int:
+    """Mark the logged answers that cited a section of `source` whose text has changed or gone
+    (each cited section's md5 is logged with it; rows logged before that are left alone)."""
+    return store.conn.execute(
+        """UPDATE answer_log a SET stale_at = now()
+           WHERE a.stale_at IS NULL AND NOT a.refused
+             AND EXISTS (SELECT 1 FROM jsonb_array_elements(a.retrieved) r
+                         WHERE (r ->> 'cited')::boolean AND r ->> 'source' = %(source)s AND r ? 'content_md5'
+                           AND NOT EXISTS (SELECT 1 FROM chunks c
+                                           WHERE c.id = r ->> 'id' AND md5(c.content) = r ->> 'content_md5'))""",
+        {"source": source},
+    ).rowcount
 
 
 def resolve(store: Store, id_or_prefix: str, allowed: Sequence[str] | None = None) -> str:

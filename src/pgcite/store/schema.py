@@ -300,4 +300,9 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sources ADD COLUMN default_language text NOT NULL DEFAULT '';
     ALTER TABLE sources ADD COLUMN languages text[] NOT NULL DEFAULT '{}';
     """,
+    # 19: a logged answer is stale once a section it cited has changed or gone (log_rows.mark_stale,
+    # run by every ingest and sync): `pgcite log --stale`, and export leaves it out.
+    """
+    ALTER TABLE answer_log ADD COLUMN stale_at timestamptz;
+    """,
 ]
