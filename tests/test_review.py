@@ -16,7 +16,9 @@ from pgcite.config import Settings
 from pgcite.core import Pgcite
 from pgcite.errors import PgciteError
 from pgcite.evaluation.questions import load_questions
-from pgcite.evaluation.review import checkout, review
+from pgcite.evaluation.review import checkout, logged_questions, review
+from pgcite.learn.log import Origin
+from pgcite.vocabulary import SearchFilter
 from pgcite.evaluation.review_report import to_markdown
 from tests.conftest import _drop_database, _fresh_database
 
@@ -26,7 +28,8 @@ BASE = {
     "docs/backups.md": "# Backups\n\n## Nightly backups\n\nBack up the database every night with `pg_dump` and keep "
     "the dumps for thirty days.\n\n## Restoring\n\nRestore a dump with `pg_restore` into an empty database.\n",
     "docs/deploy.md": "# Deploying\n\n## Docker\n\nRun the image with `docker run -p 8000:8000 acme/app` on any "
-    "host with Docker installed.\n",
+    "host with Docker installed.\n\n## Keys\n\nGive it a key: see [rotating keys](keys.md#rotating-keys) and "
+    "[backups](backups.md).\n",
 }
 QUESTIONS = [
     {"id": "rotate", "question": "How do I rotate the API keys?", "answer_fact": "acme keys rotate"},
@@ -83,11 +86,14 @@ def app(admin_dsn: str, embedder, tmp_path_factory):
         _drop_database(admin_dsn, name)
 
 
-def _review(app, repo, before: str, after: str):
+def _review(app, repo, before: str, after: str, cited_urls=()):
     root, commits = repo
     with checkout(str(root / "docs"), [commits[before], commits[after]]) as (old, new):
         assert "keys.md" in os.listdir(old) and not old.startswith(str(root)), "extracted, not the checkout"
-        result = review(app, old, new, load_questions(root / "questions.jsonl"), options={"base_url": "https://acme.dev/"})
+        result = review(
+            app, old, new, load_questions(root / "questions.jsonl"), options={"base_url": "https://acme.dev/"},
+            cited_urls=cited_urls,
+        )
     assert not [s for s in app.sources() if s.name.startswith("review-")], "the throw-away sources are removed"
     return {c.id: c for c in result.changes}, result
 
@@ -98,6 +104,16 @@ def test_a_renamed_heading_moves_the_citation_to_its_new_anchor(app, repo):
     before, after = changes["rotate"].base.cited, changes["rotate"].head.cited
     assert [c.url for c in before] == ["https://acme.dev/keys.md#rotating-keys"]
     assert [c.url for c in after] == ["https://acme.dev/keys.md#key-rotation"]
+    # The link to the old anchor is broken, and so is the URL answers cited; an answer elsewhere is not.
+    _, result = _review(app, repo, "base", "renamed", cited_urls=[
+        "https://acme.dev/keys.md#rotating-keys", "https://acme.dev/deploy.md#docker"])
+    assert [(b.path, b.target, b.why) for b in result.broken_links] == [
+        ("deploy.md", "keys.md#rotating-keys", "no anchor #rotating-keys on keys.md")]
+    assert result.lost_urls == [("https://acme.dev/keys.md#rotating-keys", "no anchor #rotating-keys")]
+    assert result.counts["broken-anchor"] == 1 and result.counts["broken-link"] == 0
+    assert result.failed(["broken-anchor", "lost-url", "refused"]) == ["broken-anchor", "lost-url"]
+    report = to_markdown(result)
+    assert "1 links between pages now lead to no section" in report and "`keys.md#rotating-keys`" in report
 
 
 def test_a_deleted_paragraph_is_an_answer_refused_and_its_fact_lost(app, repo):
@@ -120,6 +136,7 @@ def test_a_page_added_answers_a_question_refused_before(app, repo):
 def test_a_change_of_no_meaning_is_an_empty_report(app, repo):
     changes, result = _review(app, repo, "added", "reflowed")
     assert changes == {} and result.questions == 4
+    assert result.broken_links == [], "a link broken before the change is not the change's"
     assert "no answer changed" in to_markdown(result)
 
 
@@ -142,6 +159,22 @@ def test_the_command_reviews_two_revisions_without_touching_the_checkout(repo, d
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "not inside a git repository" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_the_questions_people_asked_are_replayed_and_their_cited_urls_checked(app, repo):
+    root, commits = repo
+    with checkout(str(root / "docs"), [commits["base"]]) as (docs,):
+        app.ingest(docs, source="acme", base_url="https://acme.dev/")
+        for _ in range(2):
+            app.ask("How do I rotate the API keys?", filters=SearchFilter(source="acme"), origin=Origin("cli"))
+        app.ask("What does the enterprise plan cost?", filters=SearchFilter(source="acme"), origin=Origin("cli"))
+    questions, urls = logged_questions(app, "acme", None, top=1)
+    assert [q.question for q in questions] == ["How do I rotate the API keys?"]  # the most asked
+    assert urls == ["https://acme.dev/keys.md#rotating-keys"]
+    with checkout(str(root / "docs"), [commits["base"], commits["renamed"]]) as (old, new):
+        result = review(app, old, new, questions, options={"base_url": "https://acme.dev/"}, cited_urls=urls)
+    assert [c.kinds for c in result.changes] == [("moved",)]
+    assert result.lost_urls == [("https://acme.dev/keys.md#rotating-keys", "no anchor #rotating-keys")]
 
 
 def test_nothing_to_ask_is_a_clear_error(app, tmp_path):

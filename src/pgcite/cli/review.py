@@ -14,11 +14,12 @@ from pgcite.errors import PgciteError
 
 
 def _fail_on(value: str | None) -> str | None:
-    from pgcite.evaluation.review import KINDS
+    from pgcite.evaluation.review import KINDS, LINK_KINDS
 
-    unknown = [k for k in (value or "").split(",") if k.strip() and k.strip() not in KINDS]
+    known = [*KINDS, *LINK_KINDS]
+    unknown = [k for k in (value or "").split(",") if k.strip() and k.strip() not in known]
     if unknown:
-        raise typer.BadParameter(f"unknown change {unknown[0]!r}; use some of {', '.join(KINDS)}")
+        raise typer.BadParameter(f"unknown change {unknown[0]!r}; use some of {', '.join(known)}")
     return value
 
 
@@ -47,8 +48,8 @@ def review(
         typer.Option(
             "--fail-on",
             callback=_fail_on,
-            help="Exit 1 when an answer shows one of these changes: refused, lost-fact, moved, new-warning, "
-            "answered, gained-fact (comma-separated).",
+            help="Exit 1 when one of these shows: refused, lost-fact, moved, new-warning, answered, gained-fact "
+            "(answers), broken-link, broken-anchor, lost-url (links) (comma-separated).",
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
@@ -72,17 +73,21 @@ def review(
             options["base_url"] = recorded.get("base_url") or app.source(source).base_url
         options |= {k: v for k, v in (("site", site), ("base_url", base_url)) if v}
         asked = load_questions(*questions) if questions else []
+        cited: list[str] = []
         if from_log:
-            asked += logged_questions(app, source or "", parse_since(from_log), top)
+            logged, cited = logged_questions(app, source or "", parse_since(from_log), top)
+            asked += logged
 
         def progress(line: str) -> None:
             err.print(f"[dim]{escape(line)}[/]")
 
         if git:
             with checkout(git, [base, head]) as (before, after):
-                result = run_review(app, before, after, asked, options=options, labels=(base, head), progress=progress)
+                result = run_review(
+                    app, before, after, asked, options=options, labels=(base, head), cited_urls=cited, progress=progress
+                )
         else:
-            result = run_review(app, base, head, asked, options=options, progress=progress)
+            result = run_review(app, base, head, asked, options=options, cited_urls=cited, progress=progress)
     print(
         json.dumps(to_json(result), ensure_ascii=False) if as_json else to_markdown(result), end="\n" if as_json else ""
     )

@@ -23,9 +23,21 @@ from pgcite.core import Pgcite
 from pgcite.errors import PgciteError
 from pgcite.evaluation.metrics import contains_fact
 from pgcite.evaluation.questions import Question
+from pgcite.evaluation.site_links import BrokenLink, read_links
 from pgcite.vocabulary import SearchFilter, wording_key
 
-__all__ = ["KINDS", "Change", "Cited", "Review", "Side", "checkout", "compare", "logged_questions", "review"]
+__all__ = [
+    "KINDS",
+    "LINK_KINDS",
+    "Change",
+    "Cited",
+    "Review",
+    "Side",
+    "checkout",
+    "compare",
+    "logged_questions",
+    "review",
+]
 
 # What can change in an answer, in the order a report lists them (and --fail-on names them).
 KINDS = {
@@ -35,6 +47,12 @@ KINDS = {
     "new-warning": "carry a new warning from the checks",
     "answered": "refused before, answered now",
     "gained-fact": "hold the expected fact now",
+}
+# What can break in the site itself (site_links.py), also for --fail-on.
+LINK_KINDS = {
+    "broken-link": "links between pages now lead to no page",
+    "broken-anchor": "links between pages now lead to no section (an anchor gone)",
+    "lost-url": "URLs the answer log cited now lead nowhere",
 }
 
 
@@ -77,11 +95,16 @@ class Review:
     head: str
     questions: int = 0
     changes: list[Change] = field(default_factory=list)
+    broken_links: list[BrokenLink] = field(default_factory=list)  # broken by the change, not before
+    lost_urls: list[tuple[str, str]] = field(default_factory=list)  # (URL the log cited, why it leads nowhere)
 
     @property
     def counts(self) -> dict[str, int]:
         found = collections.Counter(kind for change in self.changes for kind in change.kinds)
-        return {kind: found[kind] for kind in KINDS}
+        found["broken-link"] = sum(1 for b in self.broken_links if b.why == "no page")
+        found["broken-anchor"] = len(self.broken_links) - found["broken-link"]
+        found["lost-url"] = len(self.lost_urls)
+        return {kind: found[kind] for kind in (*KINDS, *LINK_KINDS)}
 
     def failed(self, fail_on: Sequence[str]) -> list[str]:
         """The kinds among `fail_on` that some answer shows."""
@@ -137,11 +160,14 @@ def review(
     *,
     options: dict | None = None,
     labels: tuple[str, str] | None = None,
+    cited_urls: Sequence[str] = (),
     progress: Callable[[str], None] | None = None,
 ) -> Review:
     """Ingest `base` and `head` (folders) into throw-away sources with the same ingest `options`,
-    ask each question of both, and report the answers that changed. The sources are removed after."""
-    if not questions:
+    ask each question of both, and report the answers that changed, the links between pages the
+    change breaks, and which of `cited_urls` (the answer log's) lead nowhere now. The sources are
+    removed after."""
+    if not questions and not cited_urls:
         raise PgciteError("no questions to replay: give --questions FILE or --from-log with --source NAME")
     stem = f"review-{_label(base + head)}"
     names = {"base": f"{stem}-base", "head": f"{stem}-head"}
@@ -151,6 +177,17 @@ def review(
             if progress:
                 progress(f"ingesting {side}: {location}")
             app.ingest(location, source=names[side], **(options or {}))
+        with app.reader() as store:
+            before_links, after_links = (
+                read_links(store, names[side], app.source(names[side]).base_url) for side in ("base", "head")
+            )
+        already = {(b.path, b.target) for b in before_links.broken()}
+        result.broken_links = [b for b in after_links.broken() if (b.path, b.target) not in already]
+        result.lost_urls = [
+            (url, why)
+            for url in dict.fromkeys(cited_urls)
+            if not before_links.resolve(url) and (why := after_links.resolve(url))
+        ]
         for number, q in enumerate(questions, start=1):
             if progress:
                 progress(f"asking {number}/{len(questions)}: {q.question[:60]}")
@@ -170,15 +207,19 @@ def review(
     return result
 
 
-def logged_questions(app: Pgcite, source: str, since: datetime | None, top: int) -> list[Question]:
-    """The `top` most asked questions of `source` in the answer log since `since`, refusals included."""
+def logged_questions(app: Pgcite, source: str, since: datetime | None, top: int) -> tuple[list[Question], list[str]]:
+    """The `top` most asked questions of `source` in the answer log since `since`, refusals
+    included, and every URL its answers cited."""
     asked: collections.Counter[str] = collections.Counter()
     wording: dict[str, str] = {}
+    urls: dict[str, None] = {}
     for entry in app.log_entries(since=since, source=source, limit=None):
         key = wording_key(entry.question)
         asked[key] += 1
         wording.setdefault(key, entry.question)
-    return [Question(f"log-{i}", wording[key]) for i, (key, _) in enumerate(asked.most_common(top), start=1)]
+        urls |= {s["url"]: None for s in entry.retrieved if s.get("cited") and s.get("url")}
+    top_asked = [Question(f"log-{i}", wording[key]) for i, (key, _) in enumerate(asked.most_common(top), start=1)]
+    return top_asked, list(urls)
 
 
 @contextlib.contextmanager

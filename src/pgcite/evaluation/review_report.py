@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from pgcite.evaluation.review import KINDS, Change, Cited, Review, Side
+from pgcite.evaluation.review import KINDS, LINK_KINDS, Change, Cited, Review, Side
 
 __all__ = ["to_json", "to_markdown"]
 
@@ -20,6 +20,8 @@ def to_json(review: Review) -> dict:
         "changed": len(review.changes),
         "counts": review.counts,
         "changes": [dataclasses.asdict(change) for change in review.changes],
+        "broken_links": [dataclasses.asdict(b) for b in review.broken_links],
+        "lost_urls": [{"url": url, "why": why} for url, why in review.lost_urls],
     }
 
 
@@ -53,19 +55,33 @@ def _change(change: Change) -> str:
     return "\n".join(lines)
 
 
+def _links(review: Review) -> list[str]:
+    """The links the change breaks, and the logged citations that lead nowhere now."""
+    parts = []
+    if review.broken_links:
+        parts += ["", f"### {len(review.broken_links)} links between pages broken by the change", ""]
+        parts += [
+            f"- {_cell(b.heading or b.path)} ({_cell(b.path)}): `{b.target}`: {_cell(b.why)}"
+            for b in review.broken_links
+        ]
+    if review.lost_urls:
+        parts += ["", f"### {len(review.lost_urls)} {LINK_KINDS['lost-url']}", ""]
+        parts += [f"- <{url}>: {_cell(why)}" for url, why in review.lost_urls]
+    return parts
+
+
 def to_markdown(review: Review) -> str:
     counts = review.counts
     title = f"## pgcite review: {_cell(review.base)} → {_cell(review.head)}"
-    if not review.changes:
-        return f"{title}\n\n{review.questions} questions asked of both versions: no answer changed.\n"
-    summary = ", ".join(f"{counts[kind]} {meaning}" for kind, meaning in KINDS.items() if counts[kind])
-    parts = [
-        title,
-        "",
-        f"{review.questions} questions asked of both versions; {len(review.changes)} answers changed: {summary}.",
-    ]
+    if review.changes:
+        summary = ", ".join(f"{counts[kind]} {meaning}" for kind, meaning in KINDS.items() if counts[kind])
+        line = f"{review.questions} questions asked of both versions; {len(review.changes)} answers changed: {summary}."
+    else:
+        line = f"{review.questions} questions asked of both versions: no answer changed."
+    links = ", ".join(f"{counts[kind]} {meaning}" for kind, meaning in LINK_KINDS.items() if counts[kind])
+    parts = [title, "", line + (f" Links: {links}." if links else "")]
     for kind, meaning in KINDS.items():
         changes = [c for c in review.changes if c.kinds and c.kinds[0] == kind]
         if changes:
             parts += ["", f"### {len(changes)} {meaning}", "", *(_change(c) for c in changes)]
-    return "\n".join(parts) + "\n"
+    return "\n".join(parts + _links(review)) + "\n"

@@ -47,7 +47,7 @@ _TAG_NAME = re.compile(r"</?([A-Za-z][\w.-]*)(?:\s[^<>]*)?/?>")
 _FENCED = re.compile(r"^[ \t>]*(`{3,}|~{3,}).*?^[ \t>]*\1[ \t]*$", re.DOTALL | re.MULTILINE)
 
 
-def _prose(text: str) -> str:
+def prose(text: str) -> str:
     """`text` without fenced code blocks and inline code spans."""
     text = _FENCED.sub("", text)
     protected, _ = markup.protect_code_spans(text)
@@ -59,12 +59,12 @@ def leftovers(text: str, *, heading: bool = False, mdx: bool = True) -> list[str
     breadcrumb) is plain text whose inline code lost its backticks, so only attribute lists and
     block syntax count there. A lowercase tag that is no HTML element (<thinking>) is text; so is
     `{name}` outside MDX (mdBook's "where {path} will be replaced", MathJax's `\frac{1}{N}`)."""
-    prose = text if heading else _prose(text)
+    prose_text = text if heading else prose(text)
     names = ["attribute list", "mkdocs block", "container fence", "html comment"] if heading else list(PATTERNS)
     if not mdx and not heading:
         names.remove("mdx comment or expression")
     confirm = _CONFIRM.get
-    found = [name for name in names if any(confirm(name, bool)(m) for m in PATTERNS[name].finditer(prose))]
-    if "html or jsx tag" in found and not any(is_markup(m.group(1), jsx=False) for m in _TAG_NAME.finditer(prose)):
+    found = [name for name in names if any(confirm(name, bool)(m) for m in PATTERNS[name].finditer(prose_text))]
+    if "html or jsx tag" in found and not any(is_markup(m.group(1), jsx=False) for m in _TAG_NAME.finditer(prose_text)):
         found.remove("html or jsx tag")
     return found
