@@ -1,7 +1,8 @@
-"""`pgcite review BASE HEAD`: what a docs change does to the answers. Both versions are ingested
-into throw-away sources on the same database (the embedding cache makes the second cheap), the
-questions are asked of each, and every answer that changed is reported: answered and now refused
-or the reverse, its fact lost or gained, other sections cited, new warnings from the checks."""
+"""`pgcite review BASE HEAD`: what a docs change does to the answers. BASE is ingested into a
+throw-away source and the questions asked; HEAD is ingested over it (only the files that differ
+are read again) and the questions asked again. Every answer that changed is reported: answered and
+now refused or the reverse, its fact lost or gained, other sections cited, new warnings from the
+checks; and the links between pages that the change breaks."""
 
 from __future__ import annotations
 
@@ -163,47 +164,42 @@ def review(
     cited_urls: Sequence[str] = (),
     progress: Callable[[str], None] | None = None,
 ) -> Review:
-    """Ingest `base` and `head` (folders) into throw-away sources with the same ingest `options`,
-    ask each question of both, and report the answers that changed, the links between pages the
-    change breaks, and which of `cited_urls` (the answer log's) lead nowhere now. The sources are
-    removed after."""
+    """Ingest `base` (a folder) into a throw-away source with the ingest `options` and ask each
+    question; ingest `head` over it (only the files that differ are read again) and ask again.
+    Report the answers that changed, the links between pages the change breaks, and which of
+    `cited_urls` (the answer log's) lead nowhere now. The source is removed after."""
     if not questions and not cited_urls:
         raise PgciteError("no questions to replay: give --questions FILE or --from-log with --source NAME")
-    stem = f"review-{_label(base + head)}"
-    names = {"base": f"{stem}-base", "head": f"{stem}-head"}
+    name = f"review-{_label(base + head)}"
     result = Review(*(labels or (base, head)), questions=len(questions))
+    answers: dict[str, list[Side]] = {}
+    links = {}
     try:
         for side, location in (("base", base), ("head", head)):
             if progress:
                 progress(f"ingesting {side}: {location}")
-            app.ingest(location, source=names[side], **(options or {}))
-        with app.reader() as store:
-            before_links, after_links = (
-                read_links(store, names[side], app.source(names[side]).base_url) for side in ("base", "head")
-            )
-        already = {(b.path, b.target) for b in before_links.broken()}
-        result.broken_links = [b for b in after_links.broken() if (b.path, b.target) not in already]
-        result.lost_urls = [
-            (url, why)
-            for url in dict.fromkeys(cited_urls)
-            if not before_links.resolve(url) and (why := after_links.resolve(url))
-        ]
-        for number, q in enumerate(questions, start=1):
-            if progress:
-                progress(f"asking {number}/{len(questions)}: {q.question[:60]}")
-            before, after = (
-                _side(
-                    app.ask(q.question, filters=SearchFilter(source=names[side], exclude_flagged=True)), q.answer_fact
-                )
-                for side in ("base", "head")
-            )
-            kinds = compare(before, after)
-            if kinds:
-                result.changes.append(Change(q.id, q.question, kinds, before, after))
+            app.ingest(location, source=name, **(options or {}))
+            with app.reader() as store:
+                links[side] = read_links(store, name, app.source(name).base_url)
+            answers[side] = []
+            for number, q in enumerate(questions, start=1):
+                if progress:
+                    progress(f"asking {side} {number}/{len(questions)}: {q.question[:60]}")
+                asked = app.ask(q.question, filters=SearchFilter(source=name, exclude_flagged=True))
+                answers[side].append(_side(asked, q.answer_fact))
     finally:
-        for name in names.values():
-            with contextlib.suppress(PgciteError):
-                app.remove_source(name)
+        with contextlib.suppress(PgciteError):
+            app.remove_source(name)
+    for q, before, after in zip(questions, answers["base"], answers["head"], strict=True):
+        if kinds := compare(before, after):
+            result.changes.append(Change(q.id, q.question, kinds, before, after))
+    already = {(b.path, b.target) for b in links["base"].broken()}
+    result.broken_links = [b for b in links["head"].broken() if (b.path, b.target) not in already]
+    result.lost_urls = [
+        (url, why)
+        for url in dict.fromkeys(cited_urls)
+        if not links["base"].resolve(url) and (why := links["head"].resolve(url))
+    ]
     return result
 
 
