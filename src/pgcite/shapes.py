@@ -16,6 +16,7 @@ from pgcite.vocabulary import Dropped, Passage, SearchHit
 if TYPE_CHECKING:
     from pgcite.ingest.report import IngestReport
     from pgcite.learn.gaps import Gap
+    from pgcite.learn.ops import Reopened
     from pgcite.store.log_rows import LogEntry
     from pgcite.store.status import Status
 
@@ -99,6 +100,40 @@ def log_entry(e: LogEntry) -> dict:
     )
 
 
+def reopened(r: Reopened) -> dict:
+    """A logged answer in the shape of `answer`, its sections as they read now: each has `now` ("same",
+    "changed", "removed" or "unknown"), and `stale` says a cited one changed. Who asked is left out."""
+    e = r.entry
+    sections = [
+        dict(
+            {k: s.get(k) for k in ("number", "id", "source", "path", "heading", "breadcrumb", "url", "score")},
+            title=n.title,
+            content=n.content,
+            url=n.url or s.get("url"),
+            flags=list(n.flags),
+            now=n.state,
+            **({"reason": s.get("reason", "")} if s.get("number") is None else {}),
+        )
+        for s, n in zip(e.retrieved, r.now, strict=True)
+    ]
+    return {
+        "id": e.id,
+        "question": e.question,
+        "source": e.source,  # the source it was asked of, if one
+        "answer": e.answer,
+        "refused": e.refused,
+        "generator": e.generator,
+        "citations": sorted(s["number"] for s in e.retrieved if s.get("cited")),
+        "sources": [s for s in sections if s["number"] is not None],
+        "dropped": [s for s in sections if s["number"] is None],
+        "checks": e.checks,
+        "note": e.note,
+        "asked_at": e.asked_at.isoformat(),
+        "stale": r.stale,
+        "stale_at": e.stale_at.isoformat() if e.stale_at else None,
+    }
+
+
 def gaps(groups: list[Gap]) -> dict:
     return {
         "gaps": [
@@ -108,6 +143,7 @@ def gaps(groups: list[Gap]) -> dict:
                 "examples": g.examples,
                 "reasons": g.reasons,
                 "ids": g.ids,
+                "stale": g.stale,
                 "closest": [hit(h) for h in g.closest],
             }
             for g in groups

@@ -182,11 +182,20 @@ def gaps(
         )
         for example in g.examples[1:]:
             out.print(f"   [dim]also:[/] {escape(_one_line(example, 100))}")
+        if g.stale:
+            out.print(f"   [yellow]{_changed_since(g)}[/]")
         for h in g.closest:
             out.print(
                 f"   [dim]closest:[/] {escape(h.breadcrumb)}  [cyan]{escape(h.url or h.path)}[/]  "
                 f"[dim]({h.score:.2f})[/]"
             )
+
+
+def _changed_since(g) -> str:
+    return (
+        f"{g.stale} of these answers cited sections that have changed since: "
+        "ask again to see whether the change answers them"
+    )
 
 
 def gaps_markdown(groups, since: str | None) -> str:
@@ -201,6 +210,7 @@ def gaps_markdown(groups, since: str | None) -> str:
             f"({', '.join(f'{n} {r}' for r, n in g.reasons.items())}).",
         ]
         lines += [f"- also asked as: {_one_line(e, 120)}" for e in g.examples[1:]]
+        lines += [f"- {_changed_since(g)}"] if g.stale else []
         lines += [
             f"- closest section: [{h.breadcrumb}]({h.url})"
             if h.url

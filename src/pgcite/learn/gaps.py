@@ -42,6 +42,7 @@ class Asked:
     question: str
     asked_at: datetime  # timezone-aware
     reason: str  # "refused" | "unsupported" | "down"
+    stale: bool = False  # an answer whose cited sections have changed since: the change may have fixed it
 
 
 @dataclass
@@ -53,6 +54,7 @@ class Gap:
     examples: list[str]  # up to 3 distinct wordings, most recent first
     reasons: dict[str, int]  # reason -> count
     ids: list[str]  # the log rows in the group, most recent first
+    stale: int = 0  # answers in it that cited sections changed since
     closest: list = field(default_factory=list)  # filled in by the caller (sections the docs do have)
 
 
@@ -124,6 +126,7 @@ def _gap(members: list[Asked]) -> Gap:
         examples=list(examples.values())[:EXAMPLES],
         reasons=dict(Counter(a.reason for a in members).most_common()),
         ids=[a.id for a in members],
+        stale=sum(a.stale for a in members),
     )
 
 

@@ -3,8 +3,10 @@ answers, and grouping the unanswered ones into what the docs are missing."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -16,11 +18,26 @@ from pgcite.errors import PgciteError
 from pgcite.learn.log import AnswerLog
 from pgcite.safety import check_text
 from pgcite.store import Store, log_rows
-from pgcite.store.log_rows import LogEntry
+from pgcite.store.log_rows import LogEntry, SectionNow
 from pgcite.vocabulary import SearchFilter, SearchHit
 
 if TYPE_CHECKING:
     from pgcite.learn.gaps import Gap
+
+
+@dataclass(frozen=True)
+class Reopened:
+    """A logged answer opened again: what it retrieved (log order), each as the docs have it now."""
+
+    entry: LogEntry
+    now: list[SectionNow]
+
+    @property
+    def stale(self) -> bool:
+        """A section it cited has changed or gone (now, or when an ingest marked it)."""
+        pairs = zip(self.entry.retrieved, self.now, strict=True)
+        gone = any(s["cited"] and n.state in ("changed", "removed") for s, n in pairs)
+        return self.entry.stale_at is not None or gone
 
 
 class LogOps:
@@ -64,6 +81,22 @@ class LogOps:
                 allowed=allowed,
                 limit=limit,
             )
+
+    def reopen(self, answer_id: str, allowed: Sequence[str] | None = None) -> Reopened:
+        """A logged answer by its full id (a link to it, so never a prefix that could be guessed),
+        with its sections as they read now."""
+        try:
+            full = str(uuid.UUID(answer_id.strip()))
+        except ValueError:
+            raise PgciteError(f"{answer_id[:80]!r} is not an answer id", kind="not_found") from None
+        self._flush_log()
+        with self.reader() as store:
+            entry = log_rows.one(store, full, allowed)
+            if entry is None:
+                days = self.settings.answer_log_days
+                kept = f"; answers are kept {days} days" if days > 0 else ""
+                raise PgciteError(f"no logged answer {full}{kept}", kind="not_found")
+            return Reopened(entry, log_rows.sections_now(store, entry.retrieved))
 
     def rate(
         self, answer_id: str, rating: str, comment: str | None = None, allowed: Sequence[str] | None = None
@@ -109,6 +142,7 @@ class LogOps:
                 e.question,
                 e.asked_at,
                 "refused" if e.refused else "down" if e.rating == "down" else "unsupported",
+                stale=e.stale_at is not None,
             )
             for e in rows
         ]

@@ -1,5 +1,5 @@
 """Cross-origin reads, for the Ask-AI widget on a docs site: a web page on another origin may read
-`/v1/ask`, `/v1/search`, `/v1/sources` and send feedback only where a live browser key names that
+`/v1/ask`, `/v1/search`, `/v1/sources`, reopen an answer and send feedback only where a live browser key names that
 origin (`pgcite keys create NAME --origins ORIGIN`). The browser asks first (CORS preflight); the
 key itself, and that it was made for that origin, is checked on the request (access.reader)."""
 
@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from pgcite.errors import PgciteError
 from pgcite.server.streams import error_body
 
-PATHS = re.compile(r"^/v1/(?:ask|search|sources|answers/[^/]+/feedback)$")
+PATHS = re.compile(r"^/v1/(?:ask|search|sources|answers/[^/]+(?:/feedback)?)$")
 PREFLIGHT_SECONDS = 600
 
 

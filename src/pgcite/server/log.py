@@ -28,6 +28,12 @@ class FeedbackRequest(BaseModel):
 def add_log_routes(
     app: FastAPI, core: Pgcite, read_access: Callable[..., Caller], write_access: Callable[..., Caller]
 ) -> None:
+    @app.get("/v1/answers/{answer_id}")
+    def reopen(answer_id: str, caller: Caller = Depends(read_access)) -> dict:
+        """A logged answer by its full id, as `/v1/ask` gave it, each section as the docs read now
+        (`now`), and `stale` when a section it cited has changed since."""
+        return shapes.reopened(core.reopen(answer_id, allowed=caller.sources))
+
     @app.post("/v1/answers/{answer_id}/feedback")
     def feedback(answer_id: str, body: FeedbackRequest, caller: Caller = Depends(read_access)) -> dict:
         """Thumbs up or down, with an optional comment, on a logged answer (its `id`)."""

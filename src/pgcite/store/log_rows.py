@@ -107,18 +107,70 @@ def entries(
     return [_entry(r) for r in rows]
 
 
+# A cited section reads as it did while some chunk of its page still has the text it had (an
+# edit above it renumbers chunk ids without changing it). Rows logged before md5s were kept never match.
+_SAME_TEXT = """EXISTS (SELECT 1 FROM documents d JOIN chunks c ON c.document_id = d.id
+                       WHERE d.source = r ->> 'source' AND d.path = r ->> 'path'
+                         AND md5(c.content) = r ->> 'content_md5')"""
+
+
 def mark_stale(store: Store, source: str) -> int:
     """Mark the logged answers that cited a section of `source` whose text has changed or gone
     (each cited section's md5 is logged with it; rows logged before that are left alone)."""
     return store.conn.execute(
-        """UPDATE answer_log a SET stale_at = now()
+        f"""UPDATE answer_log a SET stale_at = now()
            WHERE a.stale_at IS NULL AND NOT a.refused
              AND EXISTS (SELECT 1 FROM jsonb_array_elements(a.retrieved) r
                          WHERE (r ->> 'cited')::boolean AND r ->> 'source' = %(source)s AND r ? 'content_md5'
-                           AND NOT EXISTS (SELECT 1 FROM chunks c
-                                           WHERE c.id = r ->> 'id' AND md5(c.content) = r ->> 'content_md5'))""",
+                           AND NOT {_SAME_TEXT})""",
         {"source": source},
     ).rowcount
+
+
+def one(store: Store, answer_id: str, allowed: Sequence[str] | None = None) -> LogEntry | None:
+    """The row with this full id, when the caller may see it."""
+    row = store.conn.execute(
+        f"{_SELECT} WHERE id = %(id)s AND {_VISIBLE}", {"id": answer_id, "allowed": _list(allowed)}
+    ).fetchone()
+    return _entry(row) if row else None
+
+
+@dataclass(frozen=True)
+class SectionNow:
+    """A logged section as the docs have it now."""
+
+    # "same": its text is still on its page; "changed": its heading is, with other text; "removed":
+    # neither (or the page is gone); "unknown": logged before the text's md5 was kept.
+    state: str
+    title: str = ""  # the page's
+    content: str = ""  # its text now ("same" or "changed")
+    url: str = ""
+    flags: tuple[str, ...] = ()
+
+
+def sections_now(store: Store, sections: Sequence[dict]) -> list[SectionNow]:
+    """Each logged section (an entry of `retrieved`) looked up in the docs as they are now."""
+    pages = sorted({(s["source"], s["path"]) for s in sections})
+    rows = store.conn.execute(
+        """SELECT d.source, d.path, md5(c.content), c.breadcrumb, d.title, c.content, c.url, c.flags
+           FROM documents d JOIN chunks c ON c.document_id = d.id
+           WHERE (d.source, d.path) IN (SELECT * FROM unnest(%s::text[], %s::text[]))
+           ORDER BY d.source, d.path, c.ord""",
+        ([p[0] for p in pages], [p[1] for p in pages]),
+    ).fetchall()
+    by_text: dict[tuple, tuple] = {}
+    by_heading: dict[tuple, tuple] = {}
+    for r in rows:  # the first chunk with that text, or under that heading
+        by_text.setdefault(r[:3], r)
+        by_heading.setdefault((r[0], r[1], r[3]), r)
+    found = []
+    for s in sections:
+        md5 = s.get("content_md5")
+        same = by_text.get((s["source"], s["path"], md5))
+        row = same or by_heading.get((s["source"], s["path"], s.get("breadcrumb")))
+        state = "unknown" if md5 is None else "same" if same else "changed" if row else "removed"
+        found.append(SectionNow(state, row[4], row[5], row[6], tuple(row[7] or ())) if row else SectionNow(state))
+    return found
 
 
 def resolve(store: Store, id_or_prefix: str, allowed: Sequence[str] | None = None) -> str:

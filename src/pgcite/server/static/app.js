@@ -249,7 +249,7 @@
     end.append(el("span", { class: "caret", "aria-hidden": "true" }));
   }
 
-  async function ask(question, source) {
+  function newTurn(question, source, waiting) {
     closeSection(false);
     showStatus("");
     document.body.classList.add("asked");
@@ -258,8 +258,21 @@
       el("header", { class: "turn-head" }, el("h2", { class: "question", text: question }),
         source ? el("span", { class: "tag", text: source }) : null),
       turn.answer);
-    turn.answer.append(el("p", { class: "muted thinking", text: "Searching the documents…" }));
+    turn.answer.append(el("p", { class: "muted thinking", text: waiting }));
     thread.prepend(turn.node);
+    return turn;
+  }
+
+  function failed(turn, error, text) {
+    turn.node.dataset.state = "error";
+    turn.node.removeAttribute("aria-busy");
+    if (text) renderAnswer(turn, text);
+    else turn.answer.replaceChildren();
+    turn.answer.append(el("p", { class: "error-line", role: "alert", text: `Could not answer: ${oneLine(error.message)}` }));
+  }
+
+  async function ask(question, source) {
+    const turn = newTurn(question, source, "Searching the documents…");
     let text = "", answer = null, fresh = false;
     try {
       const response = await request("v1/ask", {
@@ -277,11 +290,29 @@
       if (!answer) throw new Error("the answer stopped before it was complete; ask again");
       finish(turn, answer);
     } catch (error) {
-      turn.node.dataset.state = "error";
-      turn.node.removeAttribute("aria-busy");
-      if (text) renderAnswer(turn, text);
-      else turn.answer.replaceChildren();
-      turn.answer.append(el("p", { class: "error-line", role: "alert", text: `Could not answer: ${oneLine(error.message)}` }));
+      failed(turn, error, text);
+    }
+  }
+
+  // An answer opened from its link (?answer=ID), as the log has it, each section as the docs read now.
+  async function reopen(id) {
+    const turn = newTurn("Answer " + id.slice(0, 8), null, "Opening the answer…");
+    try {
+      const answer = await getJson(`v1/answers/${encodeURIComponent(id)}`);
+      turn.source = answer.source;
+      turn.node.querySelector(".question").textContent = answer.question;
+      finish(turn, answer);
+      const asked = new Date(answer.asked_at);
+      turn.answer.before(el("p", { class: "muted small asked-at", text: `Asked ${asked.toLocaleString()}` }));
+      if (answer.stale) {
+        turn.answer.before(el("div", { class: "warnings stale-note", role: "note" },
+          el("p", { class: "warnings-title", text: "⚠ This answer cited a section that has since changed" }),
+          el("p", {}, "The documents may say something else now. ",
+            el("button", { type: "button", class: "primary small-button", text: "Ask again",
+              onclick: () => ask(answer.question, answer.source) }))));
+      }
+    } catch (error) {
+      failed(turn, error);
     }
   }
 
@@ -320,8 +351,15 @@
       }
       turn.node.append(sourcesList(turn));
     }
-    if (answer.id != null) turn.node.append(feedback(answer.id));
+    if (answer.id != null) {
+      turn.node.append(feedback(answer.id));
+      turn.node.append(el("p", { class: "permalink" }, el("a", { href: `./?answer=${encodeURIComponent(answer.id)}`,
+        text: "Link to this answer", title: "Open this answer again later, or share it" })));
+    }
   }
+
+  // A reopened answer's sections, as the docs read now.
+  const NOW = { changed: "changed since this answer", removed: "removed from the documents since this answer" };
 
   function hitItem(turn, hit, label) {
     const flagged = hit.flags && hit.flags.length;
@@ -332,6 +370,7 @@
         el("span", { class: "hit-path", text: [hit.source, hit.path].filter(Boolean).join(" · ") })),
       el("span", { class: "hit-score", title: "Relevance score", text: Number(hit.score).toFixed(2) }),
       hit.reason ? el("span", { class: "hit-note", text: hit.reason }) : null,
+      NOW[hit.now] ? el("span", { class: "hit-note hit-flag", text: NOW[hit.now] }) : null,
       flagged ? el("span", { class: "hit-note hit-flag", text: "⚠ flagged: " + hit.flags.join(", ") }) : null);
   }
 
@@ -410,6 +449,8 @@
     title.textContent = hit.title || hit.path;
     node.setAttribute("aria-labelledby", title.id);
     part(".crumbs").append(...crumbs(hit).map((c) => el("li", { text: c })));
+    if (NOW[hit.now]) part(".section-text").append(el("p", { class: "warn-note", text: hit.now === "changed"
+      ? "This section has changed since the answer cited it; it now reads:" : "This section has since been removed." }));
     part(".section-text").append(...markdown(hit.content, {}));
     if (link) part(".open-page").href = link;
     else part(".no-page").textContent = hit.url ? `Published at ${hit.url}` : "No published page.";
@@ -461,5 +502,7 @@
   }
 
   loadSources();
+  const opened = new URLSearchParams(location.search).get("answer");
+  if (opened) reopen(opened);
   input.focus();
 })();

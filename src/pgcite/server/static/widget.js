@@ -79,9 +79,11 @@
   const form = el("form", { onsubmit: (e) => { e.preventDefault(); submit(); } },
     el("label", { for: "pgcite-question", class: "sr", text: "Your question" }), question, send);
   const closer = el("button", { type: "button", class: "close", "aria-label": "Close", text: "×", onclick: () => close() });
+  const clearer = el("button", { type: "button", class: "clear", hidden: true, text: "Clear",
+    "aria-label": "Clear the conversation", onclick: () => clearThread() });
   const dialog = el("div", { class: "dialog", role: "dialog", "aria-modal": "true", "aria-labelledby": "pgcite-title",
     onkeydown: onDialogKey },
-    el("header", {}, el("h2", { id: "pgcite-title", text: TITLE }), closer),
+    el("header", {}, el("h2", { id: "pgcite-title", text: TITLE }), clearer, closer),
     thread, form,
     el("p", { class: "note", text: "Answers come from these docs only; each [n] links to the section it cites." }));
   const backdrop = el("div", { class: "backdrop", hidden: true, onclick: (e) => { if (e.target === backdrop) close(); } }, dialog);
@@ -96,6 +98,7 @@
     opener = document.activeElement;
     backdrop.hidden = false;
     question.focus();
+    checkRestored();
   }
   function close() {
     if (backdrop.hidden) return;
@@ -188,7 +191,7 @@
       await readEvents(response, (name, data) => {
         if (name === "sources") sources = data.sources || [];
         else if (name === "delta") { streamed += data.text || ""; render(turn.answer, streamed, sources); }
-        else if (name === "answer") finish(turn, data);
+        else if (name === "answer") { finish(turn, data); remember({ ...data, asked: text }); }
         else if (name === "error") fail(turn, errorText(data, 500));
       });
     } catch (_) {
@@ -196,6 +199,62 @@
     } finally {
       busy = false; send.disabled = false; question.focus();
     }
+  }
+
+  // ---- the conversation outlives the page: a cited link opens in this tab, and the dialog on the
+  // next page shows the same answers (sessionStorage: this tab only, gone when it closes) ----------
+  const SAVED = `pgcite.widget:${server}:${config.source || ""}`;
+  const KEEP = 10; // answers kept
+  let saved = [];
+  let unchecked = []; // restored turns whose sections may have changed since: checked on first open
+  const store = (turns) => { try { sessionStorage.setItem(SAVED, JSON.stringify(turns)); } catch (_) { /* storage is off or full */ } };
+
+  function remember(answer) {
+    const keep = (s) => ({ number: s.number, url: s.url, breadcrumb: s.breadcrumb, title: s.title, path: s.path });
+    const checks = answer.checks || {};
+    saved = [...saved, { id: answer.id, question: answer.question, answer: answer.answer, refused: answer.refused,
+      citations: answer.citations || [], sources: (answer.sources || []).map(keep),
+      checks: { unsupported: checks.unsupported || [], invalid_citations: checks.invalid_citations || [] },
+      asked: oneLine(answer.asked || answer.question) }].slice(-KEEP);
+    store(saved);
+    clearer.hidden = false;
+  }
+
+  function restore() {
+    try { saved = JSON.parse(sessionStorage.getItem(SAVED) || "[]"); } catch (_) { saved = []; }
+    if (!Array.isArray(saved)) saved = [];
+    for (const answer of saved) {
+      const turn = { answer: el("div", { class: "answer" }) };
+      turn.node = el("section", { class: "turn" }, el("p", { class: "question", text: answer.asked }), turn.answer);
+      thread.append(turn.node);
+      finish(turn, answer);
+      if (answer.id && !answer.refused) unchecked.push({ turn, answer });
+    }
+    clearer.hidden = !saved.length;
+  }
+
+  // An answer restored from an earlier page may cite sections that a docs update has changed since.
+  async function checkRestored() {
+    const pending = unchecked;
+    unchecked = [];
+    for (const { turn, answer } of pending) {
+      try {
+        const response = await fetch(`${server}/v1/answers/${encodeURIComponent(answer.id)}`, { headers: headers() });
+        if (!response.ok || !(await response.json()).stale) continue;
+      } catch (_) { continue; }
+      turn.answer.prepend(el("p", { class: "stale", role: "note" },
+        "This answer cited a section that has since changed. ",
+        el("button", { type: "button", class: "thumb", text: "Ask again", onclick: () => {
+          question.value = answer.asked; form.requestSubmit(); } })));
+    }
+  }
+
+  function clearThread() {
+    saved = []; unchecked = []; previous = null;
+    store(saved);
+    thread.replaceChildren();
+    clearer.hidden = true;
+    question.focus();
   }
 
   function fail(turn, message) {
@@ -308,6 +367,10 @@ header { display: flex; align-items: center; justify-content: space-between; pad
   border-bottom: 1px solid var(--line); }
 h2 { font-size: 16px; margin: 0; }
 .close { border: 0; background: none; color: var(--muted); font-size: 22px; line-height: 1; padding: 4px 8px; }
+.clear { margin-left: auto; border: 0; background: none; color: var(--muted); font-size: 13px; padding: 4px 8px; }
+.clear[hidden] { display: none; }
+.stale { margin: 0 0 8px; padding: 6px 8px; border-radius: 6px; background: var(--soft); border-left: 3px solid #bf8700;
+  font-size: 13px; }
 .thread { overflow-y: auto; padding: 8px 14px; flex: 1; min-height: 80px; }
 .turn { margin: 10px 0 16px; }
 .question { margin: 0 0 6px; font-weight: 600; white-space: pre-wrap; overflow-wrap: anywhere; }
@@ -339,5 +402,6 @@ textarea { flex: 1; resize: none; font: inherit; color: var(--fg); background: v
   }
 
   applyTheme();
+  restore();
   (document.body || document.documentElement).append(host);
 })();
