@@ -64,6 +64,13 @@ def test_an_answer_reopened_over_http_says_how_its_sections_read_now(acme):
         assert "every 90 days" in fresh.body["sources"][0]["content"]
         assert "key_name" not in fresh.body and "channel" not in fresh.body  # who asked is not shown
 
+        # A section above it added: its chunk is renumbered, its text unchanged, so nothing is stale.
+        creating = "## Creating keys\n\nCreate a key with `acme keys create NAME`.\n\n## Rotating keys"
+        (docs / "keys.md").write_text(KEYS.replace("## Rotating keys", creating))
+        assert app.sync("acme").stale_answers == 0
+        moved = call(base, f"/v1/answers/{keys.id}", key=reader).body
+        assert moved["stale"] is False and {s["now"] for s in moved["sources"] if s["number"] in moved["citations"]} == {"same"}
+
         (docs / "keys.md").write_text(KEYS.replace("every 90 days", "every 30 days"))
         (docs / "deploy.md").unlink()
         assert app.sync("acme").stale_answers == 2
