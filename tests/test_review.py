@@ -180,3 +180,31 @@ def test_the_questions_people_asked_are_replayed_and_their_cited_urls_checked(ap
 def test_nothing_to_ask_is_a_clear_error(app, tmp_path):
     with pytest.raises(PgciteError, match="no questions to replay"):
         review(app, str(tmp_path), str(tmp_path), [])
+
+
+def test_a_docs_folder_inside_a_site_is_reviewed_with_the_site_around_it(app, tmp_path):
+    """mkdocs.yml and the snippet a page includes lie above `docs/`: the checkout brings them, so the
+    review routes and includes as an ingest of the checked-out folder does."""
+    root = tmp_path / "site"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    base = _commit(root, {
+        "mkdocs.yml": "site_name: Acme\nsite_url: https://acme.dev/\nmarkdown_extensions:\n  - pymdownx.snippets\n",
+        "snippets/limits.md": "The rate limit is 600 requests a minute for each API key.\n",
+        "docs/limits.md": "# Limits\n\n## Rate limits\n\n--8<-- \"snippets/limits.md\"\n",
+        "src/app.py": "print('not docs')\n",
+    }, "base")
+    head = _commit(root, {"snippets/limits.md": "The rate limit is 900 requests a minute for each API key.\n"}, "raise the limit")
+    with checkout(str(root / "docs"), [base, head]) as (old, new):
+        assert os.path.isfile(os.path.join(old, "limits.md")) and os.path.isfile(os.path.join(old, "..", "mkdocs.yml"))
+        questions = load_questions(_write(tmp_path / "q.jsonl", {
+            "id": "limit", "question": "What is the rate limit for each API key?", "answer_fact": "600 requests"}))
+        result = review(app, old, new, questions)
+    [change] = result.changes
+    assert "lost-fact" in change.kinds
+    assert change.base.cited and change.base.cited[0].url.startswith("https://acme.dev/limits/#")  # MkDocs' routing
+
+
+def _write(path: Path, row: dict) -> str:
+    path.write_text(json.dumps(row) + "\n")
+    return str(path)

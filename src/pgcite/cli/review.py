@@ -82,7 +82,7 @@ def review(
             err.print(f"[dim]{escape(line)}[/]")
 
         if git:
-            with checkout(git, [base, head]) as (before, after):
+            with checkout(git, [base, head], options.get("site")) as (before, after):
                 result = run_review(
                     app, before, after, asked, options=options, labels=(base, head), cited_urls=cited, progress=progress
                 )

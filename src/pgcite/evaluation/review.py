@@ -25,6 +25,7 @@ from pgcite.errors import PgciteError
 from pgcite.evaluation.metrics import contains_fact
 from pgcite.evaluation.questions import Question
 from pgcite.evaluation.site_links import BrokenLink, read_links
+from pgcite.ingest.sites import levels_above
 from pgcite.vocabulary import SearchFilter, wording_key
 
 __all__ = [
@@ -219,9 +220,11 @@ def logged_questions(app: Pgcite, source: str, since: datetime | None, top: int)
 
 
 @contextlib.contextmanager
-def checkout(folder: str, revisions: Sequence[str]) -> Iterator[list[str]]:
+def checkout(folder: str, revisions: Sequence[str], site: str | None = None) -> Iterator[list[str]]:
     """`folder` as it stands at each git revision, extracted into temporary folders with
-    `git archive` (the user's checkout and index are never touched); yields their paths."""
+    `git archive` (the user's checkout and index are never touched); yields their paths. When the
+    site's configuration lies above the folder (a docs folder inside a site), the site's root comes
+    too, so its routing and includes are read as an ingest of the folder reads them."""
     try:
         top = _git(folder, "rev-parse", "--show-toplevel").decode().strip()
     except PgciteError:
@@ -229,12 +232,15 @@ def checkout(folder: str, revisions: Sequence[str]) -> Iterator[list[str]]:
             f"{folder} is not inside a git repository; give two folders, or --git a folder of a repository"
         ) from None
     inside = posixpath.relpath(os.path.abspath(folder), top).replace(os.sep, "/")
+    up = levels_above(folder, site) if os.path.isdir(folder) else 0
+    extracted = posixpath.normpath(posixpath.join(inside, *[".."] * up))
+    extracted = "." if extracted.startswith("..") else extracted  # never above the repository
     with tempfile.TemporaryDirectory(prefix="pgcite-review-") as tmp:
         paths = []
         for index, revision in enumerate(revisions):
             target = os.path.join(tmp, str(index))
             os.mkdir(target)
-            archive = _git(top, "archive", "--format=tar", revision, "--", "." if inside == "." else inside)
+            archive = _git(top, "archive", "--format=tar", revision, "--", extracted)
             with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
                 tar.extractall(target, filter="data")  # no path leaves the folder, no device or link out
             paths.append(os.path.join(target, inside) if inside != "." else target)

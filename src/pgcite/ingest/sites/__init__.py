@@ -19,7 +19,7 @@ from pgcite.ingest.sites.starlight import Starlight
 from pgcite.ingest.sites.vitepress import VitePress
 from pgcite.ingest.sources import Source
 
-__all__ = ["SITES", "Page", "Site", "detect", "join_url"]
+__all__ = ["SITES", "Page", "Site", "detect", "join_url", "levels_above"]
 
 SITES: dict[str, type[Site]] = {
     cls.name: cls for cls in (VitePress, MkDocs, Docusaurus, MdBook, Hugo, Starlight, Plain)
@@ -57,6 +57,13 @@ def detect(source: Source, forced: str | None = None, *, route_base: str | None 
     if forced is not None and forced != "plain":
         return _make(SITES[forced], Files(source), route_base)
     return Plain(Files(source))
+
+
+def levels_above(folder: str, forced: str | None = None) -> int:
+    """How many folders above `folder` its site's root lies (0: the folder is the site, or no site
+    above it): what must come along when the folder is read from somewhere else."""
+    prefix = detect(FolderSource(folder), forced).files.prefix
+    return prefix.count("/") + 1 if prefix else 0
 
 
 def _levels(cls: type[Site]) -> int:
