@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pgcite.config import Settings
-from pgcite.embedding.models import OpenAIEmbedder
+from pgcite.embedding.models import OpenAIEmbedder, make_embedder
 from pgcite.errors import EmbeddingError, ModelMismatchError, PgciteError, SourceError
 from pgcite.ingest.flow import ingest, open_location
 from pgcite.retrieval.search import search
@@ -164,6 +164,14 @@ def test_another_model_against_stored_vectors_is_refused(settings: Settings, emb
             _run(remote, OpenAIEmbedder(remote), root)
         with Store.open(remote, read_only=True) as store, pytest.raises(ModelMismatchError):
             search(store, OpenAIEmbedder(remote), "widgets?")
+
+
+def test_the_bundled_int8_model_is_another_model_to_the_database(settings: Settings, embedder, tmp_path: Path):
+    root = _write_docs(tmp_path / "docs")
+    _run(settings, embedder, root)
+    int8 = dataclasses.replace(settings, embedding_model="all-MiniLM-L6-v2-int8")
+    with pytest.raises(ModelMismatchError, match="holds vectors of all-MiniLM-L6-v2 .*EMBEDDING_MODEL=all-MiniLM-L6-v2,"):
+        _run(int8, make_embedder(int8), root)
 
 
 def test_two_ingests_of_one_source_at_once_make_no_duplicates(settings: Settings, tmp_path: Path):

