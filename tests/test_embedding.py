@@ -1,3 +1,4 @@
+import threading
 import time
 
 import numpy as np
@@ -5,6 +6,7 @@ import pytest
 
 from pgcite.config import Settings
 from pgcite.embedding.models import LocalEmbedder, OpenAIEmbedder, make_embedder
+from pgcite.embedding.serialised import Serialised
 from pgcite.errors import EmbeddingError
 from tests.fake_openai import FakeOpenAI, closed_port, fake_vector
 
@@ -75,3 +77,29 @@ def test_embedding_server_down_fails_fast_with_what_to_do():
 def test_unknown_local_model_is_refused():
     with pytest.raises(EmbeddingError, match="PGCITE_EMBEDDING_URL"):
         make_embedder(Settings(embedding_model="bge-large"))
+
+
+def test_tokens_are_counted_while_a_batch_embeds(embedder: LocalEmbedder):
+    """Ingest chunks the next files (counting their tokens) while the last batch embeds on a worker
+    thread: counting must not wait for the model."""
+    release = threading.Event()
+
+    class Slow:
+        def __getattr__(self, name):
+            return getattr(embedder, name)
+
+        def embed_documents(self, texts):
+            release.wait(30)
+            return embedder.embed_documents(texts)
+
+    shared = Serialised(Slow())
+    worker = threading.Thread(target=shared.embed_documents, args=(["a batch on its way"],))
+    worker.start()
+    try:
+        started = time.monotonic()
+        counts = [shared.count_tokens("How fast does the widget spin? " * n) for n in range(1, 50)]
+        assert time.monotonic() - started < 10 and counts == sorted(counts) and counts[0] > 0
+        assert worker.is_alive()  # the batch was still embedding all along
+    finally:
+        release.set()
+        worker.join()

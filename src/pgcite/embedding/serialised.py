@@ -20,8 +20,8 @@ CACHED_VECTORS = 8192
 
 
 class Serialised:  # an Embedder
-    """An embedder used by one thread at a time: a tokenizer raises "Already borrowed" when two
-    threads use it at once, and two cores gain nothing from parallel calls into one model."""
+    """An embedder used by one thread at a time: the model's tokenizer raises "Already borrowed" when
+    two threads use it at once, and two cores gain nothing from parallel calls into one model."""
 
     def __init__(self, inner: Embedder) -> None:
         self._inner = inner
@@ -32,8 +32,9 @@ class Serialised:  # an Embedder
         return getattr(self._inner, name)
 
     def count_tokens(self, text: str) -> int:
-        with self._lock:
-            return self._inner.count_tokens(text)
+        # Not behind the model's lock: ingest counts the next files' tokens while a batch embeds. The
+        # counting tokenizer is the embedder's own instance, set up once and only read after.
+        return self._inner.count_tokens(text)
 
     def _cached(self, kind: str, texts: Sequence[str], embed: Callable[[Sequence[str]], np.ndarray]) -> np.ndarray:
         """The vectors of `texts`, those not kept embedded in one call."""
