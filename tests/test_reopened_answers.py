@@ -118,6 +118,12 @@ def test_an_old_answer_opened_on_the_page_and_in_the_widget_says_its_section_cha
             assert turn.locator(".stale-note").count() == 0
             assert turn.locator(".permalink a").get_attribute("href") == f"./?answer={keys.id}"
 
+            # A link that names no answer says so.
+            page.goto(f"{base}/?answer={keys.id[:8]}")
+            error = page.locator(".turn .error-line")
+            error.wait_for()
+            assert error.inner_text().startswith("Could not open this answer: ") and "is not an answer id" in error.inner_text()
+
             # The widget: asked on one page of the docs site, still there on the next.
             page.goto(origin + "/")
             page.locator("pgcite-ask .launcher").click()

@@ -263,12 +263,12 @@
     return turn;
   }
 
-  function failed(turn, error, text) {
+  function failed(turn, message, text) {
     turn.node.dataset.state = "error";
     turn.node.removeAttribute("aria-busy");
     if (text) renderAnswer(turn, text);
     else turn.answer.replaceChildren();
-    turn.answer.append(el("p", { class: "error-line", role: "alert", text: `Could not answer: ${oneLine(error.message)}` }));
+    turn.answer.append(el("p", { class: "error-line", role: "alert", text: oneLine(message) }));
   }
 
   async function ask(question, source) {
@@ -290,7 +290,7 @@
       if (!answer) throw new Error("the answer stopped before it was complete; ask again");
       finish(turn, answer);
     } catch (error) {
-      failed(turn, error, text);
+      failed(turn, `Could not answer: ${error.message}`, text);
     }
   }
 
@@ -312,7 +312,7 @@
               onclick: () => ask(answer.question, answer.source) }))));
       }
     } catch (error) {
-      failed(turn, error);
+      failed(turn, `Could not open this answer: ${error.message}`);
     }
   }
 
