@@ -5,45 +5,19 @@ counts such answers. Real database, bundled model, real server on loopback, Debi
 
 from __future__ import annotations
 
-import contextlib
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-from psycopg.conninfo import make_conninfo
 
-from pgcite.config import Settings
-from pgcite.core import Pgcite
 from pgcite.learn.log import Origin
 from pgcite.vocabulary import SearchFilter
 from tests.browser import browser  # noqa: F401 - the fixture
 from tests.browser import shot
-from tests.conftest import _drop_database, _fresh_database
 from tests.http_server import call, running
+from tests.test_stale_answers import KEYS, acme  # noqa: F401 - the fixture
 from tests.test_widget import HOST_PAGE, docs_site
 
-KEYS = "# API keys\n\n## Rotating keys\n\nRotate the API keys with `acme keys rotate` every 90 days.\n"
-DEPLOY = "# Deploying\n\n## Docker\n\nRun the image with `docker run -p 8000:8000 acme/app` on any host.\n"
 ROTATE = "How do I rotate the API keys?"
 DOCKER = "How do I run the image with Docker?"
-
-
-@pytest.fixture
-def acme(admin_dsn: str, embedder, tmp_path: Path) -> Iterator[tuple[Pgcite, Path]]:
-    """A Pgcite on a fresh database with the folder `acme` ingested; the folder, to change it."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "keys.md").write_text(KEYS)
-    (docs / "deploy.md").write_text(DEPLOY)
-    name = _fresh_database(admin_dsn)
-    settings = Settings(home=tmp_path / "home", database_url=make_conninfo(admin_dsn, dbname=name))
-    try:
-        with Pgcite(settings, embedder=embedder) as app:
-            app.ingest(str(docs), source="acme", base_url="https://acme.dev/")
-            yield app, docs
-    finally:
-        _drop_database(admin_dsn, name)
 
 
 def test_an_answer_reopened_over_http_says_how_its_sections_read_now(acme):
