@@ -15,7 +15,7 @@ from psycopg.conninfo import make_conninfo
 from pgcite.config import Settings
 from pgcite.errors import ModelMismatchError, StoreError
 from pgcite.store import ChunkRow, SearchFilter, Store, WordMatch, embed_hash, server
-from pgcite.store.index_sql import HNSW_EF_CONSTRUCTION
+from pgcite.store.index_sql import HNSW_EF_CONSTRUCTION, refresh_statistics
 from pgcite.store.schema import MIGRATIONS
 from tests.fake_openai import closed_port
 
@@ -447,3 +447,85 @@ def test_a_chunk_without_the_question_words_gets_its_sections_score_and_stopword
         # A question of stopwords alone has no word side: hybrid search is the vector side (and the page).
         assert [(h.id, round(h.rank_score, 3)) for h in store.search(question, "the of and", 10, mode="hybrid")] == [
             ("s:a.md#1", round(0.9 + page, 3)), ("s:a.md#0", round(0.2 + page, 3))]
+
+
+def _sections(conn: psycopg.Connection) -> tuple[set, set]:
+    """Each section's (path, heading path, tokens, word, count): as kept in `sections`, and as its
+    chunks add up."""
+    kept = conn.execute(
+        "SELECT d.path, s.heading_path, s.tokens, x.lexeme, cardinality(x.positions) "
+        "FROM sections s JOIN documents d ON d.id = s.document_id CROSS JOIN unnest(s.fts) AS x").fetchall()
+    summed = conn.execute(
+        "SELECT c.path, c.heading_path, t.tokens, x.lexeme, sum(cardinality(x.positions))::int "
+        "FROM chunks c CROSS JOIN unnest(c.fts) AS x "
+        "JOIN (SELECT document_id, heading_path, sum(tokens)::int AS tokens FROM chunks GROUP BY 1, 2) t "
+        "USING (document_id, heading_path) GROUP BY 1, 2, 3, 4").fetchall()
+    return ({(path, tuple(heading), *rest) for path, heading, *rest in kept},
+            {(path, tuple(heading), *rest) for path, heading, *rest in summed})
+
+
+def _embedding_storage(conn: psycopg.Connection) -> str:
+    return conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = 'chunks'::regclass "
+                        "AND attname = 'embedding'").fetchone()[0]
+
+
+def _section_rows(path: str, sections: dict[str, list[str]]) -> list[ChunkRow]:
+    chunks = [(heading, content) for heading, contents in sections.items() for content in contents]
+    return [ChunkRow(id=f"s:{path}#{i}", ord=i, heading=heading, heading_path=(heading,), breadcrumb=f"A > {heading}",
+                     anchor=None, url="", content=content, tokens=len(content.split()),
+                     embed_hash=embed_hash("m", content), embedding=_unit(0.1 * i))
+            for i, (heading, content) in enumerate(chunks)]
+
+
+def test_sections_hold_their_chunks_words_and_lengths_through_every_change(settings: Settings):
+    """Hybrid search reads a section's BM25 from `sections`, kept at ingest: its words' counts and
+    its length are its chunks' together, through replacing, adding and deleting documents."""
+    with Store.open(settings) as store:
+        store.bind_model("m", 2)
+        store.upsert_source("s", "/s", "")
+        store.replace_document("s", "a.md", "A", "", "1", _section_rows(
+            "a.md", {"Oil": ["gearbox oil", "change the gearbox oil twice"], "Paint": ["paint colour"]}))
+        assert _embedding_storage(store.conn) == "m"  # the vectors of a new database are kept in the row
+        kept, summed = _sections(store.conn)
+        assert kept == summed
+        # the breadcrumb's words count once per chunk, as in each chunk's own full-text vector
+        assert ("a.md", ("Oil",), 7, "gearbox", 2) in kept and ("a.md", ("Oil",), 7, "oil", 4) in kept
+        store.replace_document("s", "a.md", "A", "", "2", _section_rows("a.md", {"Oil": ["oil only"]}))
+        store.replace_document("s", "b.md", "B", "", "1", _section_rows("b.md", {"Brakes": ["brake pads", "pads"]}))
+        kept, summed = _sections(store.conn)
+        assert kept == summed and {(path, heading) for path, heading, *_ in kept} == {
+            ("a.md", ("Oil",)), ("b.md", ("Brakes",))}
+        store.delete_documents("s", ["b.md"])
+        assert _sections(store.conn)[0] == _sections(store.conn)[1] == {
+            row for row in kept if row[0] == "a.md"}
+        store.remove_source("s")
+        assert store.conn.execute("SELECT count(*) FROM sections").fetchone()[0] == 0
+
+
+def test_a_database_made_before_sections_gets_them_from_its_chunks(settings: Settings):
+    """Schema migration 20 on a database made before it fills `sections` from the stored chunks,
+    so hybrid search scores sections as it did, with nothing ingested again."""
+    with psycopg.connect(settings.database_url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute("CREATE TABLE pgcite_schema (version int NOT NULL)")
+        for version, step in enumerate(MIGRATIONS[:19], start=1):
+            conn.execute(step)
+            conn.execute("INSERT INTO pgcite_schema (version) VALUES (%s)", (version,))
+        conn.execute("INSERT INTO pgcite_settings VALUES ('embedding_model', 'm'), ('embedding_dimension', '2')")
+        conn.execute("ALTER TABLE chunks ADD COLUMN embedding halfvec(2) NOT NULL")
+        conn.execute("INSERT INTO sources (name, location) VALUES ('s', '/s')")
+        (doc,) = conn.execute("INSERT INTO documents (source, path, title, checksum) VALUES ('s', 'a.md', 'A', 'c') "
+                              "RETURNING id").fetchone()
+        for i, (heading, content) in enumerate((("Oil", "gearbox oil"), ("Oil", "oil change"), ("Paint", "colour"))):
+            conn.execute("INSERT INTO chunks (id, document_id, source, path, ord, heading, heading_path, breadcrumb, "
+                         "content, tokens, embed_hash, embedding) VALUES (%s, %s, 's', 'a.md', %s, %s, %s, '', %s, 2, "
+                         "'\\x00', '[1,0]')", (f"s:a.md#{i}", doc, i, heading, [heading], content))
+    with Store.open(settings) as store:
+        kept, summed = _sections(store.conn)
+        assert kept == summed and ("a.md", ("Oil",), 4, "oil", 2) in kept
+        assert _embedding_storage(store.conn) == "m"  # vectors kept in the row from now on (migration 21)
+        refresh_statistics(store.conn)  # the chunks were written around the store
+        question = np.array([1.0, 0.0], dtype=np.float32)
+        # both Oil chunks share their section's BM25, the best: 0.2 beside their own
+        hits = {h.id: h for h in store.search(question, "oil", 10, mode="hybrid")}
+        assert hits["s:a.md#1"].rank_score - hits["s:a.md#2"].rank_score == pytest.approx(0.5 + 0.2, abs=5e-3)

@@ -144,6 +144,14 @@ def cached_embeddings(conn: psycopg.Connection, hashes: Sequence[bytes]) -> dict
     return {bytes(h): v.to_numpy().astype(np.float32) for h, v in rows}
 
 
+# Each section's words and length, from its chunks (schema migration 20).
+_SECTIONS_OF_DOCUMENT = """
+INSERT INTO sections (document_id, heading_path, source, tokens, fts)
+SELECT document_id, heading_path, min(source), sum(tokens), pgcite_tsvector_sum(fts ORDER BY ord)
+FROM chunks WHERE document_id = %s GROUP BY document_id, heading_path
+"""
+
+
 def replace_document(
     conn: psycopg.Connection,
     source: str,
@@ -247,6 +255,8 @@ def replace_document(
             "(SELECT default_version FROM sources WHERE name = %s)",
             (doc_id, source),
         )
+        conn.execute("DELETE FROM sections WHERE document_id = %s", (doc_id,))
+        conn.execute(_SECTIONS_OF_DOCUMENT, (doc_id,))
         # The page prior's vector (search_sql.PAGE_WEIGHT), kept so a search reads one row a page.
         conn.execute(
             "UPDATE documents SET page_embedding = (SELECT avg(embedding) FROM chunks "

@@ -1,5 +1,10 @@
 """Versioned schema migrations. Append new steps; never edit a released one."""
 
+# Vectors kept in the row (pgvector's type stores them out of line once a row passes 2 kB, as a
+# chunk's text, words and vector together do): an exact scan of 2,088 chunks' vectors took 3.8 ms
+# out of line, 0.65 ms in the row. MAIN, not PLAIN: a vector too wide for the page still fits.
+EMBEDDING_INLINE = "ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN"
+
 MIGRATIONS: list[str] = [
     # 1: sources, documents, chunks. The embedding column is added by Store.bind_model, once the
     # model (and so the dimension) is known.
@@ -304,5 +309,35 @@ MIGRATIONS: list[str] = [
     # run by every ingest and sync): `pgcite log --stale`, and export leaves it out.
     """
     ALTER TABLE answer_log ADD COLUMN stale_at timestamptz;
+    """,
+    # 20: each section's words and length (a heading's chunks taken together), kept at ingest so a
+    # search reads one row per section it scores instead of every chunk of the section and summing
+    # them (search_sql, docs/storage.md "Search beside the peers"). A chunk's tsvector holds its
+    # words' positions, so concatenating the chunks' gives the section's counts exactly (up to 256
+    # positions a word, PostgreSQL's limit).
+    """
+    CREATE AGGREGATE pgcite_tsvector_sum (tsvector) (SFUNC = tsvector_concat, STYPE = tsvector, INITCOND = '');
+    CREATE TABLE sections (
+        document_id  bigint NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+        heading_path text[] NOT NULL,
+        source       text NOT NULL,
+        tokens       int NOT NULL,
+        fts          tsvector NOT NULL,
+        PRIMARY KEY (document_id, heading_path)
+    );
+    INSERT INTO sections
+        SELECT document_id, heading_path, min(source), sum(tokens), pgcite_tsvector_sum(fts ORDER BY ord)
+        FROM chunks GROUP BY document_id, heading_path;
+    """,
+    # 21: vectors kept in the row (EMBEDDING_INLINE) for the chunks written from now on; the chunks
+    # already stored move there when rewritten (`VACUUM FULL chunks`, docs/storage.md).
+    f"""
+    DO $$
+    BEGIN
+        IF EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'
+                   AND NOT attisdropped) THEN
+            {EMBEDDING_INLINE};
+        END IF;
+    END $$;
     """,
 ]

@@ -88,9 +88,10 @@ def search(
     vector: nearest by cosine distance (HNSW). text: BM25 over PostgreSQL full-text search, with
     OR semantics so a question's words need not all appear. hybrid: each side's top
     `candidates`, scored by cosine similarity + CHUNK_WEIGHT * the chunk's BM25 +
-    SECTION_WEIGHT * its section's BM25, each BM25 relative to the question's best. The text
-    side's candidates hold one of the question's rarest words (TEXT_POSTINGS); BM25 is exact
-    for every candidate. BM25 statistics are those of the chunk's own source. Every hit carries
+    SECTION_WEIGHT * its section's BM25 (its chunks' words and length together, kept at ingest in
+    table sections), each BM25 relative to the best among the candidates. The text side's
+    candidates hold one of the question's rarest words (TEXT_POSTINGS); BM25 is exact for every
+    candidate. BM25 statistics are those of the chunk's own source. Every hit carries
     its cosine distance, and the relevance bar applies to it in every mode: max_distance when
     given, else with `calibrated` each source's own (calibration.py: `bar_key` "bar", or "floor"
     for where nothing is close; `default_bar` for a source never calibrated); with `word_match`, a
@@ -218,45 +219,27 @@ rare_query AS (
     WHERE through <= %(postings)s OR place = 1
     HAVING count(*) > 0
 ),
--- Sections to score: those of the candidates and of the vector side's chunks.
-scored_sections AS MATERIALIZED (
-    SELECT c.document_id, c.heading_path FROM rare_query r JOIN chunks c ON c.fts @@ r.tsq
-    WHERE {_FILTERS}
-    UNION
-    SELECT c.document_id, c.heading_path FROM vector_side JOIN chunks c USING (id) WHERE %(use_text)s
-),
--- Every chunk of the scored sections (reached through the section index, so the cost follows the
--- candidates, not the index), with its section's length (all its chunks count) and, when it passes
--- the filters, one row per question word it holds: the word's count and weight. A chunk holding
--- none has one row without a word, so its section's score still reaches it.
-section_words AS MATERIALIZED (
-    SELECT c.id, c.document_id, c.heading_path, c.tokens, c.section_length, c.searchable,
-           c.id IN (SELECT id FROM vector_side) AS in_vector, u.lexeme, u.tf, w.idf, w.chunk_tokens, w.section_tokens
-    FROM (SELECT c.id, c.source, c.document_id, c.heading_path, c.tokens, c.fts, ({_FILTERS}) AS searchable,
-                 sum(c.tokens) OVER (PARTITION BY c.document_id, c.heading_path) AS section_length
-          FROM scored_sections s JOIN chunks c ON c.document_id = s.document_id AND c.heading_path = s.heading_path) c
+-- The chunks to score: the full-text side's candidates and the vector side's chunks, one row per
+-- question word each holds (a chunk holding none: one row without a word).
+chunk_words AS MATERIALIZED (
+    SELECT c.id, c.in_vector, c.source, c.tokens, x.lexeme, cardinality(x.positions) AS tf
+    FROM (SELECT c.id, c.source, c.tokens, c.fts, false AS in_vector FROM rare_query r JOIN chunks c ON c.fts @@ r.tsq
+          WHERE {_FILTERS} AND c.id NOT IN (SELECT id FROM vector_side)
+          UNION ALL
+          SELECT c.id, c.source, c.tokens, c.fts, true FROM vector_side JOIN chunks c USING (id) WHERE %(use_text)s) c
     CROSS JOIN text_query t
     -- The question's words alone, picked out in C before unnesting (every position of fts has weight
     -- D; they get A): 2.5 times as fast as unnesting every word of the chunk and filtering.
-    LEFT JOIN LATERAL (SELECT x.lexeme, cardinality(x.positions) AS tf
-                       FROM unnest(ts_filter(setweight(c.fts, 'A', t.lexemes), '{{a}}')) AS x(lexeme, positions)
-                       WHERE c.searchable) u ON true
-    LEFT JOIN word_weights w ON w.source = c.source AND w.lexeme = u.lexeme
+    LEFT JOIN LATERAL unnest(ts_filter(setweight(c.fts, 'A', t.lexemes), '{{a}}')) AS x ON true
 ),
--- Per chunk: its BM25, the question's word weight it holds, and its section's BM25 (each word's
--- count summed over the section's chunks, against the section's length: words spread over a
--- section's chunks still count together). Windows, not joins: the planner cannot size these rows.
+-- Per chunk: its BM25 and the question's word weight it holds.
 chunk_scores AS MATERIALIZED (
-    SELECT id, bool_or(in_vector) AS in_vector,
-           sum(idf * (tf * (%(k1)s + 1)) / (tf + %(k1)s * (1 - %(b)s + %(b)s * tokens / chunk_tokens))) AS bm25,
-           sum(idf) AS matched_weight, max(section_bm25) AS section_bm25
-    FROM (SELECT *, sum(CASE WHEN first THEN idf * (section_tf * (%(k1)s + 1))
-                             / (section_tf + %(k1)s * (1 - %(b)s + %(b)s * section_length / section_tokens)) END)
-                        OVER (PARTITION BY document_id, heading_path) AS section_bm25
-          FROM (SELECT *, sum(tf) OVER word AS section_tf, row_number() OVER word = 1 AND lexeme IS NOT NULL AS first
-                FROM section_words WINDOW word AS (PARTITION BY document_id, heading_path, lexeme)) per_word
-         ) per_section
-    GROUP BY id
+    SELECT c.id, bool_or(c.in_vector) AS in_vector,
+           sum(w.idf * (c.tf * (%(k1)s + 1))
+               / (c.tf + %(k1)s * (1 - %(b)s + %(b)s * c.tokens / w.chunk_tokens))) AS bm25,
+           sum(w.idf) AS matched_weight
+    FROM chunk_words c LEFT JOIN word_weights w ON w.source = c.source AND w.lexeme = c.lexeme
+    GROUP BY c.id
 ),
 -- The question's total word weight in each source (a word in no chunk: the IDF of document frequency 0).
 question_weight AS (
@@ -266,12 +249,33 @@ question_weight AS (
     GROUP BY st.source
 ),
 -- The vector side's chunks and the text side's best (by chunk BM25), with their scores.
-candidates AS (
-    SELECT id, bm25, matched_weight, section_bm25
-    FROM (SELECT *, row_number() OVER (ORDER BY bm25 DESC NULLS LAST, id) AS text_rank FROM chunk_scores) ranked
-    WHERE in_vector OR (bm25 IS NOT NULL AND text_rank <= %(n)s)
-    UNION ALL
-    SELECT id, NULL, NULL, NULL FROM vector_side WHERE id NOT IN (SELECT id FROM chunk_scores)
+candidate_chunks AS (
+    SELECT k.id, k.bm25, k.matched_weight, c.document_id, c.heading_path,
+           row_number() OVER (PARTITION BY c.document_id, c.heading_path) = 1 AS first_of_section
+    FROM (SELECT id, bm25, matched_weight
+          FROM (SELECT *, row_number() OVER (ORDER BY bm25 DESC NULLS LAST, id) AS text_rank FROM chunk_scores) ranked
+          WHERE in_vector OR (bm25 IS NOT NULL AND text_rank <= %(n)s)
+          UNION ALL
+          SELECT id, NULL, NULL FROM vector_side WHERE id NOT IN (SELECT id FROM chunk_scores)) k
+    JOIN chunks c USING (id)
+),
+-- ... and their section's BM25, from the section's words and length as kept at ingest (table
+-- sections), so words spread over a section's chunks still count together. Scored once per section
+-- of a candidate, through its key: the cost follows the candidates, not the size of their sections.
+candidates AS MATERIALIZED (
+    SELECT id, bm25, matched_weight, max(section_bm25) OVER (PARTITION BY document_id, heading_path) AS section_bm25
+    FROM (SELECT k.*, CASE WHEN k.first_of_section AND %(use_text)s THEN (
+              SELECT sum(w.idf * (x.tf * (%(k1)s + 1))
+                         / (x.tf + %(k1)s * (1 - %(b)s + %(b)s * x.tokens / w.section_tokens)))
+              FROM (SELECT s.source, s.tokens, x.lexeme, cardinality(x.positions) AS tf
+                    FROM sections s CROSS JOIN text_query t
+                    CROSS JOIN unnest(ts_filter(setweight(s.fts, 'A', t.lexemes), '{{a}}')) AS x
+                    WHERE s.document_id = k.document_id AND s.heading_path = k.heading_path) x
+              -- a lateral subquery kept whole (OFFSET 0), so the section's words are unnested once,
+              -- not once per question word
+              CROSS JOIN LATERAL (SELECT w.idf, w.section_tokens FROM word_weights w
+                                  WHERE w.source = x.source AND w.lexeme = x.lexeme OFFSET 0) w) END AS section_bm25
+          FROM candidate_chunks k) scored
 ),
 -- Each candidate's page as a whole: the cosine of the mean of its chunks' vectors (a page prior),
 -- kept with the document at ingest.
@@ -292,7 +296,7 @@ SELECT c.id, c.source, d.path, c.url, d.title, c.heading, c.breadcrumb, c.conten
 FROM candidates k JOIN chunks c USING (id) JOIN documents d ON d.id = c.document_id
 LEFT JOIN pages pg ON pg.document_id = c.document_id
 LEFT JOIN question_weight qw ON qw.source = c.source
-CROSS JOIN (SELECT max(bm25) AS chunk, max(section_bm25) AS section FROM chunk_scores) best
+CROSS JOIN (SELECT max(bm25) AS chunk, max(section_bm25) AS section FROM candidates) best
 CROSS JOIN LATERAL (SELECT c.embedding <=> %(q)s AS distance) v
 CROSS JOIN LATERAL (SELECT coalesce(k.matched_weight / nullif(qw.weight, 0), 0) AS coverage) w
 -- The source's calibration (calibration.py): its bar, and how its model's cosines weigh.
