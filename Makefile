@@ -54,7 +54,7 @@ bench-peers:
 	$(PEERS)/bin/python -m pip install -q -c constraints.txt -e '.[peers]'
 	$(PEERS)/bin/python bench/search_peers.py
 
-bench: dev
+bench: dev bench-peers
 	$(PY) bench/ingest.py
 	$(PY) bench/retrieval_grid.py
 	$(PY) bench/search_scale.py

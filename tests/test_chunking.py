@@ -367,3 +367,33 @@ def test_anthropic_pages_parse_and_chunk(tok: Tokenizer) -> None:
         assert chunks, path
         for chunk in chunks:
             assert chunk.tokens <= 254 or is_code(chunk.content), f"{path} chunk {chunk.index}"
+
+
+def test_only_a_tokenizer_that_splits_at_whitespace_counts_additively(tok: Tokenizer) -> None:
+    import tokenizers
+    from tokenizers import pre_tokenizers
+
+    assert tok.additive  # the bundled model's WordPiece
+    for reads_spaces in (pre_tokenizers.Metaspace(), pre_tokenizers.ByteLevel()):  # SentencePiece, GPT-2's BPE
+        backend = tokenizers.Tokenizer(tokenizers.models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+        backend.pre_tokenizer = reads_spaces
+        assert not Tokenizer(backend).additive
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("site", ["marten-docs", "fastapi-docs/docs/en", "hugo-docs/content/en"])
+def test_additive_counting_chunks_real_pages_exactly_as_counting_each_chunk(tok: Tokenizer, site: str) -> None:
+    """Ingest counts each block once and sums (the tokenizer is additive) instead of counting every
+    chunk's text again: the chunks and their counts are the same, overlap and breadcrumbs included."""
+    root = corpus(site)
+    files = sorted(root.rglob("*.md"))[:150]
+    compared = 0
+    for path in files:
+        doc = parse(path.read_text(encoding="utf-8"), fallback_title=path.stem)
+        for overlap in (0, 32):
+            counted = chunk_by_headings(doc, tok.count, overlap_tokens=overlap)
+            summed = chunk_by_headings(doc, tok.count, overlap_tokens=overlap, additive=True)
+            assert summed == counted, path
+            compared += len(summed)
+        check_invariants(summed, tok, 254)
+    assert compared > 500

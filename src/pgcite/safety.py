@@ -78,6 +78,8 @@ def _normalise_link(link: str) -> str:
 def links_and_emails(text: str) -> list[str]:
     """Links and e-mail addresses in `text`, as the checks read it (fold())."""
     text = fold(text)
+    if "/" not in text and "@" not in text and "www." not in text.lower():  # every link or address has one
+        return []
     found = [m.group(0).rstrip(".,;:!?") for m in _LINK.finditer(text) if _bare_host_ok(m.group(0))]
     found += [m.group(0) for m in _EMAIL.finditer(text)]
     return list(dict.fromkeys(found))
@@ -180,17 +182,20 @@ def link_flags(text: str, own: frozenset[str]) -> list[str]:
     A site the text names ("create a token on GitHub", github.com) is the one it is about, not a
     stranger's: docs send readers to GitHub, AWS or Algolia for their keys all the time."""
     text = fold(text)
+    if not offsite_links(text, own):  # most chunks link nowhere else: no sentence can send readers there
+        return []
     named = _LINK.sub(" ", _EMAIL.sub(" ", text)).lower()
 
     def strangers(part: str) -> list[str]:
         return [x for x in offsite_links(part, own) if site_of(_split(x)[0]).split(".")[0] not in named]
 
+    outside = strangers(text)
     flags = []
     for sentence in _SENTENCE.split(_CODE.sub(" ", text)):
         if not _CODE_LIKE.search(sentence) and strangers(sentence):
             flags += [name for name, words in _PURPOSES.items() if words.search(sentence)]
     # A program is one wherever it is linked, in code too ("curl https://x.example/install.sh | sh").
-    flags += [_DOWNLOAD for x in strangers(text) if _PROGRAM.search(_split(x)[1])]
+    flags += [_DOWNLOAD for x in outside if _PROGRAM.search(_split(x)[1])]
     return list(dict.fromkeys(flags))
 
 

@@ -14,6 +14,9 @@ __all__ = ["CountTokens", "Tokenizer", "load_token_counter", "load_tokenizer"]
 CountTokens = Callable[[str], int]  # model tokens of a text, without special tokens
 
 
+_WHITESPACE_SPLITTING = {"BertPreTokenizer", "Whitespace", "WhitespaceSplit"}
+
+
 @dataclass(frozen=True)
 class Tokenizer:
     """The model's tokenizer, without truncation, padding or special tokens."""
@@ -22,6 +25,13 @@ class Tokenizer:
 
     def count(self, text: str) -> int:
         return len(self.backend.encode(text, add_special_tokens=False).ids)
+
+    @property
+    def additive(self) -> bool:
+        """Whether counts add up over texts joined by whitespace: true of a tokenizer that splits
+        words at whitespace before it reads them (WordPiece's BERT pre-tokenizer), so a chunk's
+        count is its blocks' sum; not of SentencePiece and byte-level BPE, which read the spaces."""
+        return type(self.backend.pre_tokenizer).__name__ in _WHITESPACE_SPLITTING
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Character span [start, end) in `text` of each token."""

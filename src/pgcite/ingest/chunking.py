@@ -120,8 +120,10 @@ def _pack_section(
     max_tokens: int,
     overlap_tokens: int,
     hard_cap: int,
+    additive: bool = False,
 ) -> list[tuple[str, int]]:
-    """(content, tokens of the embedded text) of each chunk of one section."""
+    """(content, tokens of the embedded text) of each chunk of one section. `additive`: the
+    tokenizer's counts add up over whitespace (Tokenizer.additive), so a chunk's is its parts' sum."""
     prefix_tokens = count(breadcrumb) if breadcrumb else 0
     units = _units(blocks, max_tokens - prefix_tokens, hard_cap - prefix_tokens, count)
 
@@ -148,9 +150,10 @@ def _pack_section(
         groups.append(current)
 
     def exact(group: list[_Unit]) -> list[tuple[str, int]]:
-        # One exact count per chunk; halving only matters for a tokenizer that is not additive.
+        # One exact count per chunk unless the parts' sum is exact; halving only matters for a
+        # tokenizer that is not additive.
         content = SEPARATOR.join(u.text for u in group)
-        tokens = count(_embed_text(breadcrumb, content))
+        tokens = estimate(group) if additive else count(_embed_text(breadcrumb, content))
         if tokens <= max_tokens or len(group) == 1:
             return [(content, tokens)]
         return exact(group[: len(group) // 2]) + exact(group[len(group) // 2 :])
@@ -170,8 +173,10 @@ def chunk_by_headings(
     overlap_tokens: int = 0,
     hard_cap: int | None = None,
     with_breadcrumb: bool = True,
+    additive: bool = False,
 ) -> list[Chunk]:
-    """Pack each section's blocks into chunks of at most `max_tokens`, breadcrumb included."""
+    """Pack each section's blocks into chunks of at most `max_tokens`, breadcrumb included.
+    `additive`: counts add up over whitespace (Tokenizer.additive), so each text is counted once."""
     if max_tokens < 1 or overlap_tokens < 0:
         raise ValueError("max_tokens must be >= 1 and overlap_tokens >= 0")
     count_tokens = bounded(count_tokens)
@@ -184,7 +189,8 @@ def chunk_by_headings(
         breadcrumb = _breadcrumb(doc.title, section.heading_path) if with_breadcrumb else ""
         if breadcrumb and count_tokens(breadcrumb) > max_tokens // 2:
             breadcrumb = ""
-        for content, tokens in _pack_section(blocks, breadcrumb, count_tokens, max_tokens, overlap_tokens, cap):
+        packed = _pack_section(blocks, breadcrumb, count_tokens, max_tokens, overlap_tokens, cap, additive)
+        for content, tokens in packed:
             chunks.append(Chunk(len(chunks), section.heading_path, section.anchor, breadcrumb, content, tokens))
     return chunks
 

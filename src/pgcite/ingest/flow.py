@@ -59,6 +59,7 @@ def chunk_document(parsed: ParsedDocument, settings: Settings, embedder: Embedde
             max_tokens=budget,
             overlap_tokens=settings.chunk_overlap,
             with_breadcrumb=settings.chunk_breadcrumb,
+            additive=embedder.tokenizer.additive,
         )
     if settings.chunk_strategy == "fixed":
         return chunk_fixed(

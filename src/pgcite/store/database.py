@@ -73,6 +73,18 @@ def _privilege_error(conn: psycopg.Connection, what: str) -> StoreError:
 
 # How long a connection trusts the languages it read (a new language is searched within this).
 LANGUAGES_TTL = 5.0
+# When each connection read them, after which of this process's own changes, and what it read: per
+# connection, not per Store, because the query path wraps a pooled connection in a new Store for
+# every request. A change made in this process is searched at once; another process's within the TTL.
+_LANGUAGES: weakref.WeakKeyDictionary[psycopg.Connection, tuple[float, int, list[tuple[str, str, list[str]]]]] = (
+    weakref.WeakKeyDictionary()
+)
+_languages_changed = 0
+
+
+def _languages_now_changed() -> None:
+    global _languages_changed
+    _languages_changed += 1
 
 
 class Store:
@@ -81,7 +93,6 @@ class Store:
     def __init__(self, conn: psycopg.Connection, where: str) -> None:
         self.conn = conn
         self.where = where  # shown by `pgcite status`
-        self._languages: tuple[float, list[tuple[str, str, list[str]]]] | None = None
 
     # --- connecting -------------------------------------------------------------------------
 
@@ -301,14 +312,16 @@ class Store:
 
     def record_languages(self, name: str) -> None:
         documents_sql.record_languages(self.conn, name)
+        _languages_now_changed()
 
     def source_languages(self, sources: Sequence[str] | None = None) -> list[tuple[str, str, list[str]]]:
         """(name, default language, languages) of the sources with languages, read at most every
         LANGUAGES_TTL seconds on one connection: a search stays one round trip."""
         now = time.monotonic()
-        if self._languages is None or now - self._languages[0] > LANGUAGES_TTL:
-            self._languages = (now, documents_sql.source_languages(self.conn, None))
-        rows = self._languages[1]
+        read = _LANGUAGES.get(self.conn)
+        if read is None or now - read[0] > LANGUAGES_TTL or read[1] != _languages_changed:
+            read = _LANGUAGES[self.conn] = (now, _languages_changed, documents_sql.source_languages(self.conn, None))
+        rows = read[2]
         return rows if sources is None else [row for row in rows if row[0] in set(sources)]
 
     def source_lock(self, name: str) -> contextlib.AbstractContextManager[None]:
@@ -331,7 +344,9 @@ class Store:
         return documents_sql.delete_documents(self.conn, source, paths)
 
     def remove_source(self, name: str) -> bool:
-        return documents_sql.remove_source(self.conn, name)
+        removed = documents_sql.remove_source(self.conn, name)
+        _languages_now_changed()
+        return removed
 
     def list_sources(self) -> list[SourceInfo]:
         return documents_sql.list_sources(self.conn)
