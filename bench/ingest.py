@@ -1,4 +1,4 @@
-"""Ingest benchmark on the Marten docs (../shared/corpora/marten-docs).
+"""Ingest benchmark on the Marten docs (../shared/corpora/marten-docs), or another site given.
 
 Prints, in one run:
   - raw embedding throughput of the bundled model on ONNX Runtime in fp32 and int8, and on
@@ -33,7 +33,7 @@ from pgcite.ingest.flow import chunk_budget
 from pgcite.ingest.markdown import parse
 from pgcite.ingest.locations import open_source
 from pgcite.ingest.sources import Document
-from pgcite.store import server
+from pgcite.store import Store, server
 
 from reference import ReferenceEmbedder
 from scratch import home_env, run_measured
@@ -59,9 +59,24 @@ def main() -> int:
 
 def pgcite_ingest(docs_dir: Path, env: dict[str, str]) -> tuple[dict, float, float]:
     """`pgcite ingest --json` as a new process: its report, wall seconds and peak RSS (MB)."""
-    out, wall, peak = run_measured("pgcite", ["ingest", str(docs_dir), "--source", "marten",
-                                              "--base-url", "https://martendb.io/", "--json"], env)
+    out, wall, peak = run_measured("pgcite", ["ingest", str(docs_dir), "--source", "bench", "--json"], env)
     return json.loads(out), wall, peak
+
+
+def edit_one_section(docs_dir: Path, settings: Settings) -> None:
+    """Add a sentence under the first second-level heading of the first stored page that has one."""
+    with Store.open(settings) as store:
+        paths = [p for (p,) in store.conn.execute("SELECT path FROM documents ORDER BY path")]
+    for page in (docs_dir / path for path in paths):
+        if not page.is_file():
+            continue
+        text = page.read_text(encoding="utf-8")
+        at = text.find("\n## ")
+        if at >= 0:
+            end = text.index("\n", at + 1) + 1 if "\n" in text[at + 1 :] else len(text)
+            page.write_text(f"{text[:end]}\nFirst, read this.\n{text[end:]}", encoding="utf-8")
+            return
+    raise SystemExit(f"no page with a second-level heading under {docs_dir}")
 
 
 def run(corpus: Path, work: Path) -> int:
@@ -102,8 +117,7 @@ def run(corpus: Path, work: Path) -> int:
         runs[name] = (*pgcite_ingest(docs_dir, env), env)
     first, first_wall, first_rss, env = runs["fp32"]
     unchanged, unchanged_wall, _ = pgcite_ingest(docs_dir, env)
-    target = docs_dir / "documents" / "pgvector.md"
-    target.write_text(target.read_text().replace("## Installation\n", "## Installation\n\nFirst, read this.\n", 1))
+    edit_one_section(docs_dir, settings)
     edited, _, _ = pgcite_ingest(docs_dir, env)
 
     print(f"corpus: {corpus} ({first['new']} files, {len(texts)} chunks, {len(first['skipped'])} skipped); "

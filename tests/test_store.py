@@ -465,11 +465,6 @@ def _sections(conn: psycopg.Connection) -> tuple[set, set]:
             {(path, tuple(heading), *rest) for path, heading, *rest in summed})
 
 
-def _embedding_storage(conn: psycopg.Connection) -> str:
-    return conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = 'chunks'::regclass "
-                        "AND attname = 'embedding'").fetchone()[0]
-
-
 def _section_rows(path: str, sections: dict[str, list[str]]) -> list[ChunkRow]:
     chunks = [(heading, content) for heading, contents in sections.items() for content in contents]
     return [ChunkRow(id=f"s:{path}#{i}", ord=i, heading=heading, heading_path=(heading,), breadcrumb=f"A > {heading}",
@@ -486,7 +481,6 @@ def test_sections_hold_their_chunks_words_and_lengths_through_every_change(setti
         store.upsert_source("s", "/s", "")
         store.replace_document("s", "a.md", "A", "", "1", _section_rows(
             "a.md", {"Oil": ["gearbox oil", "change the gearbox oil twice"], "Paint": ["paint colour"]}))
-        assert _embedding_storage(store.conn) == "m"  # the vectors of a new database are kept in the row
         kept, summed = _sections(store.conn)
         assert kept == summed
         # the breadcrumb's words count once per chunk, as in each chunk's own full-text vector
@@ -524,7 +518,6 @@ def test_a_database_made_before_sections_gets_them_from_its_chunks(settings: Set
     with Store.open(settings) as store:
         kept, summed = _sections(store.conn)
         assert kept == summed and ("a.md", ("Oil",), 4, "oil", 2) in kept
-        assert _embedding_storage(store.conn) == "m"  # vectors kept in the row from now on (migration 21)
         refresh_statistics(store.conn)  # the chunks were written around the store
         question = np.array([1.0, 0.0], dtype=np.float32)
         # both Oil chunks share their section's BM25, the best: 0.2 beside their own

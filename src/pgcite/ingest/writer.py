@@ -38,10 +38,10 @@ class Pending:
 
 
 class Writer:
-    """Embeds one batch of files on a worker thread while the caller reads and chunks the next:
-    the model (ONNX Runtime, which releases the GIL) is not left waiting on reading or chunking.
-    Each file is stored in its own transaction, before the next batch looks up its cache, so a
-    text is embedded once per ingest however often it repeats."""
+    """Embeds one batch of files on a worker thread while the caller stores the batch before and
+    reads and chunks the next: the model (ONNX Runtime, which releases the GIL) is not left waiting
+    on reading, chunking or storing. Each file is stored in its own transaction; a text is embedded
+    once per ingest however often it repeats (the batch before serves the next from memory)."""
 
     def __init__(
         self,
@@ -63,18 +63,21 @@ class Writer:
         self._identity_checked = False
 
     def submit(self, pending: list[Pending]) -> None:
-        """Store the batch before (its vectors then serve this one as cache), then start embedding
-        what the cache lacks of `pending`."""
+        """Start embedding what the cache lacks of `pending`, then store the batch before while it
+        embeds: the model waits neither on the safety checks nor on the database."""
         if not pending:
             return
-        self.finish()
         # The cache key is the exact text the model sees, prefix included.
         hashes = {
             id(c): embed_hash(self.embedder.model, cache_text(self.embedder, c.embed_text))
             for p in pending
             for c in p.chunks
         }
-        vectors = self.store.cached_embeddings(list(set(hashes.values())))
+        before, self._in_flight = self._in_flight, None
+        # The batch before is not stored yet: its vectors serve this one from memory, the rest from the store.
+        done = before[2].result() if before else {}
+        vectors = self.store.cached_embeddings(list(set(hashes.values()) - done.keys()))
+        vectors.update((h, done[h]) for h in hashes.values() if h in done)
         missing: dict[bytes, str] = {}
         for c in (c for p in pending for c in p.chunks):
             h = hashes[id(c)]
@@ -95,6 +98,8 @@ class Writer:
             hashes,
             self._worker.submit(self._embed, list(missing.items()), vectors, pending[-1].page.path),
         )
+        if before:
+            self._store(before[0], before[1], done)
 
     def finish(self) -> None:
         """Store the batch being embedded, once its vectors are there."""

@@ -18,7 +18,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from pgcite.config import Settings
 from pgcite.errors import ModelMismatchError, StoreError
-from pgcite.store import calibration_sql, documents_sql, index_sql, schema, search_sql, server
+from pgcite.store import calibration_sql, documents_sql, index_sql, search_sql, server
 from pgcite.store.documents_sql import SourceInfo, StoredFile
 from pgcite.store.scalar import scalar
 from pgcite.store.schema import MIGRATIONS
@@ -251,7 +251,6 @@ class Store:
                 )
                 # The dimension is an integer we computed, not user text: safe to format.
                 self.conn.execute(f"ALTER TABLE chunks ADD COLUMN embedding halfvec({int(dimension)}) NOT NULL")
-                self.conn.execute(schema.EMBEDDING_INLINE)
                 self._grant_reader()
                 return
         self.check_model(model, dimension)

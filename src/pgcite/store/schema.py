@@ -1,10 +1,5 @@
 """Versioned schema migrations. Append new steps; never edit a released one."""
 
-# Vectors kept in the row (pgvector's type stores them out of line once a row passes 2 kB, as a
-# chunk's text, words and vector together do): an exact scan of 2,088 chunks' vectors took 3.8 ms
-# out of line, 0.65 ms in the row. MAIN, not PLAIN: a vector too wide for the page still fits.
-EMBEDDING_INLINE = "ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN"
-
 MIGRATIONS: list[str] = [
     # 1: sources, documents, chunks. The embedding column is added by Store.bind_model, once the
     # model (and so the dimension) is known.
@@ -328,16 +323,5 @@ MIGRATIONS: list[str] = [
     INSERT INTO sections
         SELECT document_id, heading_path, min(source), sum(tokens), pgcite_tsvector_sum(fts ORDER BY ord)
         FROM chunks GROUP BY document_id, heading_path;
-    """,
-    # 21: vectors kept in the row (EMBEDDING_INLINE) for the chunks written from now on; the chunks
-    # already stored move there when rewritten (`VACUUM FULL chunks`, docs/storage.md).
-    f"""
-    DO $$
-    BEGIN
-        IF EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'
-                   AND NOT attisdropped) THEN
-            {EMBEDDING_INLINE};
-        END IF;
-    END $$;
     """,
 ]
