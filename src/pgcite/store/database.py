@@ -73,12 +73,9 @@ def _privilege_error(conn: psycopg.Connection, what: str) -> StoreError:
 
 # How long a connection trusts the languages it read (a new language is searched within this).
 LANGUAGES_TTL = 5.0
-# When each connection read them, after which of this process's own changes, and what it read: per
-# connection, not per Store, because the query path wraps a pooled connection in a new Store for
-# every request. A change made in this process is searched at once; another process's within the TTL.
-_LANGUAGES: weakref.WeakKeyDictionary[psycopg.Connection, tuple[float, int, list[tuple[str, str, list[str]]]]] = (
-    weakref.WeakKeyDictionary()
-)
+# Per connection, not per Store (the query path wraps each pooled connection in a new Store): when it
+# read them, after how many of this process's own changes (searched at once), and what it read.
+_LANGUAGES: weakref.WeakKeyDictionary[psycopg.Connection, tuple[float, int, list]] = weakref.WeakKeyDictionary()
 _languages_changed = 0
 
 
