@@ -381,21 +381,28 @@ def test_a_search_is_one_round_trip_on_a_connection_that_has_searched(settings: 
     assert round_trips(lambda store: retrieve(store, _Embedder(), "text about a")) == 1
 
 
+def _database_before(conn: psycopg.Connection, migration: int, embedding: str) -> int:
+    """A database made before `migration`, with model m's vector column of type `embedding` and one
+    document, a.md of source s: its id."""
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    conn.execute("CREATE TABLE pgcite_schema (version int NOT NULL)")
+    for version, step in enumerate(MIGRATIONS[: migration - 1], start=1):
+        conn.execute(step)
+        conn.execute("INSERT INTO pgcite_schema (version) VALUES (%s)", (version,))
+    dimension = embedding.split("(")[1].rstrip(")")
+    conn.execute("INSERT INTO pgcite_settings VALUES ('embedding_model', 'm'), ('embedding_dimension', %s)", (dimension,))
+    conn.execute(f"ALTER TABLE chunks ADD COLUMN embedding {embedding} NOT NULL")
+    conn.execute("INSERT INTO sources (name, location) VALUES ('s', '/s')")
+    return conn.execute("INSERT INTO documents (source, path, title, checksum) VALUES ('s', 'a.md', 'A', 'c') "
+                        "RETURNING id").fetchone()[0]
+
+
 def test_a_database_of_full_precision_vectors_is_converted_to_halfvec_with_its_index(settings: Settings):
     """Schema migration 10 on a database made before it: vector(16) becomes halfvec(16), the HNSW
     index is rebuilt for it, and searches find what they found."""
     vectors = np.eye(16, dtype=np.float32)[:4]
     with psycopg.connect(settings.database_url, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        conn.execute("CREATE TABLE pgcite_schema (version int NOT NULL)")
-        for version, step in enumerate(MIGRATIONS[:9], start=1):
-            conn.execute(step)
-            conn.execute("INSERT INTO pgcite_schema (version) VALUES (%s)", (version,))
-        conn.execute("INSERT INTO pgcite_settings VALUES ('embedding_model', 'm'), ('embedding_dimension', '16')")
-        conn.execute("ALTER TABLE chunks ADD COLUMN embedding vector(16) NOT NULL")
-        conn.execute("INSERT INTO sources (name, location) VALUES ('s', '/s')")
-        (doc,) = conn.execute("INSERT INTO documents (source, path, title, checksum) VALUES ('s', 'a.md', 'A', 'c') "
-                              "RETURNING id").fetchone()
+        doc = _database_before(conn, 10, "vector(16)")
         for i, vector in enumerate(vectors):
             conn.execute("INSERT INTO chunks (id, document_id, source, path, ord, heading, heading_path, breadcrumb, "
                          "content, tokens, embed_hash, embedding) VALUES (%s, %s, 's', 'a.md', %s, 'H', '{H}', 'A > H', "
@@ -501,16 +508,7 @@ def test_a_database_made_before_sections_gets_them_from_its_chunks(settings: Set
     """Schema migration 20 on a database made before it fills `sections` from the stored chunks,
     so hybrid search scores sections as it did, with nothing ingested again."""
     with psycopg.connect(settings.database_url, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        conn.execute("CREATE TABLE pgcite_schema (version int NOT NULL)")
-        for version, step in enumerate(MIGRATIONS[:19], start=1):
-            conn.execute(step)
-            conn.execute("INSERT INTO pgcite_schema (version) VALUES (%s)", (version,))
-        conn.execute("INSERT INTO pgcite_settings VALUES ('embedding_model', 'm'), ('embedding_dimension', '2')")
-        conn.execute("ALTER TABLE chunks ADD COLUMN embedding halfvec(2) NOT NULL")
-        conn.execute("INSERT INTO sources (name, location) VALUES ('s', '/s')")
-        (doc,) = conn.execute("INSERT INTO documents (source, path, title, checksum) VALUES ('s', 'a.md', 'A', 'c') "
-                              "RETURNING id").fetchone()
+        doc = _database_before(conn, 20, "halfvec(2)")
         for i, (heading, content) in enumerate((("Oil", "gearbox oil"), ("Oil", "oil change"), ("Paint", "colour"))):
             conn.execute("INSERT INTO chunks (id, document_id, source, path, ord, heading, heading_path, breadcrumb, "
                          "content, tokens, embed_hash, embedding) VALUES (%s, %s, 's', 'a.md', %s, %s, %s, '', %s, 2, "
