@@ -52,7 +52,8 @@ def worst(reports: dict[str, Report], metric: str) -> tuple[float | None, str]:
 
 def measure(app: Pgcite, questions_file: Path, source: str, sealed: bool) -> Report:
     questions = load_questions(questions_file)
-    report = evaluate(questions, run_searches(questions, app, k=3, source=source),
+    # Searched as `ask` orders its sections: by the reader too, when it is on.
+    report = evaluate(questions, run_searches(questions, app, k=3, source=source, rerank=True),
                       run_answers(questions, app, source=source))
     return report.totals_only() if sealed else report
 

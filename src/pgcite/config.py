@@ -5,6 +5,7 @@ working directory, environment variables `PGCITE_*`, and CLI flags (applied by t
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -78,6 +79,15 @@ class Settings:
     # With a chat model and no re-ranking server: the chat model names which of the first stage's
     # best `rerank_candidates` answer, before they are fed (one more chat request per question).
     rerank_with_chat: bool = False
+    # pgcite's reader (a cross-encoder trained by pgcite and bundled with it, docs/reader.md): it reads
+    # the question with each of the first stage's best `reader_candidates` and orders them by whether
+    # they answer; with the offline generator it also refuses when none does. "off", or the
+    # precision it runs at: "int8" or "fp32". A re-ranking server (rerank_url) takes its place.
+    reader: str = "int8"
+    reader_candidates: int = 20
+    # The reader's score under which the offline generator refuses (a logit); nan: the bar measured
+    # when the reader was made (docs/reader.md).
+    reader_bar: float = math.nan
     # Tokens of sources the chat model may be given (its context window less question and answer).
     chat_context_tokens: int = 3000
     # Qwen3-style reasoning models: send chat_template_kwargs {enable_thinking: false}.

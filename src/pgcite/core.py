@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import threading
 import time
@@ -21,14 +22,15 @@ from pgcite import access
 from pgcite.answer.flow import Answer, AnswerEvent, ask_stream
 from pgcite.answer.generation import ChatGenerator, GenerationError, Generator, make_generator
 from pgcite.config import Settings
-from pgcite.embedding.models import Embedder, fingerprint, make_embedder
+from pgcite.embedding.models import Embedder, bundled_model_dir, fingerprint, make_embedder
+from pgcite.embedding.reader import READER_PRECISIONS, BundledReader, load_reader
 from pgcite.embedding.serialised import Serialised
-from pgcite.errors import SourceError, StoreError, first_line
+from pgcite.errors import PgciteError, SourceError, StoreError, first_line
 from pgcite.learn.log import AnswerLog, Origin, entry_of, search_entry
 from pgcite.learn.ops import LogOps
 from pgcite.publish.pages import PageOps
 from pgcite.publish.sources import SourceOps, no_source
-from pgcite.retrieval.rerank import ChatChooser, Reranker, RerankServer
+from pgcite.retrieval.rerank import ChatChooser, ReaderReranker, Reranker, RerankServer
 from pgcite.retrieval.search import search
 from pgcite.store import Store, sync_rows
 from pgcite.store.health import Health
@@ -65,6 +67,7 @@ class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
         self._embedder: Embedder | None = Serialised(embedder) if embedder is not None else None
         self._generator = generator
         self._reranker: Reranker | None = None
+        self._reader: BundledReader | None = None
         self._warm = False
         self._identity_checked = False
         self._lock = threading.Lock()
@@ -108,7 +111,7 @@ class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
 
     @property
     def reranker(self) -> Reranker | None:
-        """The second ranking stage, when one is configured: a re-ranking server, or the chat model."""
+        """The second ranking stage: a re-ranking server, the chat model, or else pgcite's reader."""
         settings = self.settings
         if settings.rerank_with_chat and not settings.rerank_url and self._reranker is None:
             generator = self.generator
@@ -121,7 +124,20 @@ class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
         with self._lock:
             if self._reranker is None and settings.rerank_url:
                 self._reranker = RerankServer(settings)
+            elif self._reranker is None and settings.reader != "off":
+                bar = None if math.isnan(settings.reader_bar) else settings.reader_bar
+                self._reranker = ReaderReranker(self._bundled_reader, settings.reader_candidates, bar)
             return self._reranker
+
+    def _bundled_reader(self) -> BundledReader:
+        with self._lock:
+            if self._reader is None:
+                if self.settings.reader not in READER_PRECISIONS:
+                    raise PgciteError(
+                        f"PGCITE_READER is {self.settings.reader!r}; use off, {' or '.join(READER_PRECISIONS)}"
+                    )
+                self._reader = load_reader(bundled_model_dir(), self.settings.model_cache, self.settings.reader)
+            return self._reader
 
     @property
     def generator(self) -> Generator:
@@ -179,9 +195,11 @@ class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
         mode: str | None = None,
         filters: SearchFilter = SearchFilter(),
         origin: Origin | None = None,
+        rerank: bool = False,
     ) -> list[SearchHit]:
-        """The k best chunks, best first. origin: who asked, for the answer log (MCP logs searches)."""
-        started, embedder = time.monotonic(), self.embedder
+        """The k best chunks, best first. origin: who asked, for the answer log (MCP logs searches).
+        rerank: by pgcite's reader too (a configured re-ranking server or chat model always ranks)."""
+        started, embedder, reranker = time.monotonic(), self.embedder, self.reranker
         with self.reader() as store:
             self._check_identity(store, embedder)
             hits = search(
@@ -191,7 +209,7 @@ class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
                 k=k,
                 mode=mode or self.settings.search_mode,
                 filters=filters,
-                reranker=self.reranker,
+                reranker=reranker if rerank or not isinstance(reranker, ReaderReranker) else None,
             )
         if origin is not None and self.answer_log is not None:
             self.answer_log.record(search_entry(question, hits, origin, filters, time.monotonic() - started))
@@ -314,6 +332,7 @@ class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
                 options=options,
                 trigger=trigger,
                 recorded_location=UPLOADED if uploaded else None,
+                reader=reranker if isinstance(reranker := self.reranker, ReaderReranker) else None,
             )
 
     def sync(

@@ -10,8 +10,9 @@ from pgcite.answer.checks import CITATION, Checks, CitationFilter, check_answer,
 from pgcite.answer.generation import Generator
 from pgcite.config import DEFAULT_SEARCH_MODE
 from pgcite.embedding.models import Embedder
+from pgcite.embedding.reader import reader_card
 from pgcite.retrieval import calibration
-from pgcite.retrieval.rerank import Reranker
+from pgcite.retrieval.rerank import ReaderReranker, Reranker
 from pgcite.retrieval.search import names_asked_about, retrieve, select_context, unknown_names
 from pgcite.store import Store
 from pgcite.vocabulary import REFUSAL, Delta, Dropped, Passage, SearchFilter, Sources, Usage
@@ -96,6 +97,27 @@ def ask_stream(
         yield Delta(REFUSAL)
         yield Answer(question, REFUSAL, True, "none", [], [], closest, Checks(), usage, note=note)
         return
+    # The reader has read the best candidates: with the offline generator, which cannot judge, none
+    # reading as an answer is a refusal. A chat model reads them and decides.
+    bar = _reader_bar(reranker, measured)
+    if bar is not None and not judges and hits[0].rank_score < bar:
+        closest = [Dropped(h, "closest match") for h in hits[:context]]
+        yield Sources([], closest)
+        yield Delta(REFUSAL)
+        note = "; ".join(
+            filter(
+                None,
+                [
+                    note,
+                    (
+                        f"no section reads as answering the question (the reader's best score {hits[0].rank_score:.2f} "
+                        f"is below its bar {bar:.2f}; PGCITE_READER=off turns it off)"
+                    ),
+                ],
+            )
+        )
+        yield Answer(question, REFUSAL, True, "none", [], [], closest, Checks(), usage, note=note)
+        return
     selected = select_context(hits, context=context, token_budget=token_budget, count_tokens=embedder.count_tokens)
     yield Sources(selected.passages, selected.dropped)
     citations = CitationFilter({p.number for p in selected.passages})
@@ -127,6 +149,18 @@ def ask_stream(
         usage,
         note=note,
     )
+
+
+def _reader_bar(reranker: Reranker | None, measured: calibration.Calibration | None) -> float | None:
+    """The reader's score under which nothing answers: the user's, else the one measured for the
+    source with this reader, else the one measured when the reader was made."""
+    if not isinstance(reranker, ReaderReranker):
+        return None
+    if reranker.bar is not None:
+        return reranker.bar
+    if measured is not None and measured.reader == reranker.identity and measured.reader_bar is not None:
+        return measured.reader_bar
+    return reader_card().get("bar")
 
 
 def ask(question: str, **options) -> Answer:

@@ -29,6 +29,9 @@ def search(
     version: Annotated[str | None, typer.Option("--version", help="Only documents ingested with this label.")] = None,
     language: LanguageOption = None,
     mode: ModeOption = None,
+    rerank: Annotated[
+        bool, typer.Option("--rerank", help="Let pgcite's reader order the results too, as `ask` does (slower).")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
     """Find the sections that best answer a question."""
@@ -42,6 +45,7 @@ def search(
             k=k,
             mode=mode,
             filters=SearchFilter(source=source, path_prefix=path, version=version, language=language),
+            rerank=rerank,
         )
     if as_json:
         print(json.dumps(shapes.search(question, hits), ensure_ascii=False))

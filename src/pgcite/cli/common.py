@@ -51,5 +51,11 @@ def calibration_line(c: dict | None) -> str:
     return (
         f"relevance bar {c['bar']:.3f} (cosine distance; off-topic questions score up to {c['offtopic_high']:.2f}, "
         f"its own headings' questions {c['answered_median']:.2f}), vector scale {c['vector_scale']:.2f}; "
-        f"measured {c['measured_at']} UTC with {escape(c['model'])}"
+        + (
+            f"reader bar {c['reader_bar']:+.2f} (its headings' questions score {c['reader_answered_low']:+.2f} "
+            f"and up, {c['reader_unanswered_high']:+.2f} and down with their section taken out); "
+            if c.get("reader_bar") is not None
+            else ""
+        )
+        + f"measured {c['measured_at']} UTC with {escape(c['model'])}"
     )

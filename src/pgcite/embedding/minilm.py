@@ -5,19 +5,23 @@ its weights memory-mapped (about 0.1 s; `load`). tests/test_minilm.py checks par
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import logging
-import os
-import shutil
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 from tokenizers import Tokenizer
 
+from pgcite.embedding.graph import (
+    encoder_graph,
+    length_batches,
+    move_into_place,
+    quiet,
+    save_with_weights,
+    session,
+    work_folder,
+)
 from pgcite.errors import EmbeddingError
 
 GRAPH_VERSION = 1  # bump when build_graph changes, so cached files are rebuilt
@@ -33,107 +37,10 @@ BATCH_TOKENS = 512
 
 
 def build_graph(model_dir: Path):
-    """The encoder as ONNX Runtime's fused CPU operators (Attention, SkipLayerNormalization, Gelu)."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
     from safetensors.numpy import load_file
 
     config = json.loads((model_dir / "config.json").read_text())
-    heads, eps = config["num_attention_heads"], config["layer_norm_eps"]
-    w = load_file(str(model_dir / "model.safetensors"))
-    initializers: list[onnx.TensorProto] = []
-    nodes: list[onnx.NodeProto] = []
-
-    def weight(name: str, value: np.ndarray) -> str:
-        initializers.append(numpy_helper.from_array(np.ascontiguousarray(value, dtype=value.dtype), name))
-        return name
-
-    def op(kind: str, inputs: list[str], domain: str = "", output: str | None = None, **attributes) -> str:
-        output = output or f"{kind}_{len(nodes)}"
-        nodes.append(helper.make_node(kind, inputs, [output], domain=domain, **attributes))
-        return output
-
-    ms = "com.microsoft"
-    e = "embeddings."
-    # Single-segment input: the token type is always 0, so its row joins the position table.
-    positions = weight("positions", w[e + "position_embeddings.weight"] + w[e + "token_type_embeddings.weight"][0])
-    zero = weight("zero", np.array([0], np.int64))
-    length = op("Shape", ["input_ids"], start=1, end=2)
-    x = op(
-        "Add",
-        [
-            op("Gather", [weight("words", w[e + "word_embeddings.weight"]), "input_ids"]),
-            op("Slice", [positions, zero, length, zero]),
-        ],
-    )
-    x = op(
-        "LayerNormalization",
-        [x, weight("ln", w[e + "LayerNorm.weight"]), weight("lnb", w[e + "LayerNorm.bias"])],
-        epsilon=eps,
-        axis=-1,
-    )
-    mask = op("Cast", ["attention_mask"], to=TensorProto.INT32)
-    for n in range(config["num_hidden_layers"]):
-        p = f"encoder.layer.{n}."
-        qkv = [p + f"attention.self.{k}." for k in ("query", "key", "value")]
-        x_attended = op(
-            "Attention",
-            [
-                x,
-                weight(p + "qkv", np.concatenate([w[k + "weight"].T for k in qkv], axis=1)),
-                weight(p + "qkvb", np.concatenate([w[k + "bias"] for k in qkv])),
-                mask,
-            ],
-            domain=ms,
-            num_heads=heads,
-        )
-
-        def dense_add_norm(residual: str, inner: str, dense: str, norm: str, p: str = p) -> str:
-            projected = op("MatMul", [inner, weight(p + dense, w[p + dense + ".weight"].T)])
-            return op(
-                "SkipLayerNormalization",
-                [
-                    projected,
-                    residual,
-                    weight(p + norm, w[p + norm + ".weight"]),
-                    weight(p + norm + "b", w[p + norm + ".bias"]),
-                    weight(p + dense + "b", w[p + dense + ".bias"]),
-                ],
-                domain=ms,
-                epsilon=eps,
-            )
-
-        x = dense_add_norm(x, x_attended, "attention.output.dense", "attention.output.LayerNorm")
-        inner = op("MatMul", [x, weight(p + "intermediate", w[p + "intermediate.dense.weight"].T)])
-        inner = op("BiasGelu", [inner, weight(p + "intermediateb", w[p + "intermediate.dense.bias"])], domain=ms)
-        x = dense_add_norm(x, inner, "output.dense", "output.LayerNorm")
-    # Mean over the real tokens, then unit length (sentence-transformers' Pooling + Normalize).
-    real = op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
-    axis = weight("axis", np.array([1], np.int64))
-    summed = op(
-        "ReduceSum",
-        [op("Mul", [x, op("Unsqueeze", [real, weight("last", np.array([2], np.int64))])]), axis],
-        keepdims=0,
-    )
-    count = op("Max", [op("ReduceSum", [real, axis], keepdims=1), weight("tiny", np.array(1e-9, np.float32))])
-    op("LpNormalization", [op("Div", [summed, count])], output="embedding", axis=1, p=2)
-    graph = helper.make_graph(
-        nodes,
-        "all-MiniLM-L6-v2",
-        [
-            helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"])
-            for name in ("input_ids", "attention_mask")
-        ],
-        [
-            helper.make_tensor_value_info(
-                "embedding", TensorProto.FLOAT, ["batch", w[e + "word_embeddings.weight"].shape[1]]
-            )
-        ],
-        initializers,
-    )
-    return onnx.helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid(ms, 1)], ir_version=10
-    )
+    return encoder_graph(load_file(str(model_dir / "model.safetensors")), config, "all-MiniLM-L6-v2")
 
 
 def _cache_key(model_dir: Path) -> str:
@@ -170,7 +77,7 @@ def _quantize(fp32: MiniLM, target: Path, model_dir: Path) -> None:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    with _work_folder(target) as work, _quiet():
+    with work_folder(target) as work, quiet():
         quantize_dynamic(
             fp32.path,
             work / target.name,
@@ -180,60 +87,13 @@ def _quantize(fp32: MiniLM, target: Path, model_dir: Path) -> None:
             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
         )
         verify(MiniLM(work / target.name, model_dir), INT8_PARITY)
-        os.chmod(work / target.name, 0o644)
-        os.replace(work / target.name, target)
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """The quantizer's advice ("consider pre-processing") goes to the root logger: not the user's concern."""
-    logging.disable(logging.WARNING)
-    try:
-        yield
-    finally:
-        logging.disable(logging.NOTSET)
-
-
-@contextlib.contextmanager
-def _work_folder(target: Path) -> Iterator[Path]:
-    """A folder beside `target` to build it in (renamed into place when whole), removed after."""
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
-    except OSError as exc:
-        raise EmbeddingError(
-            f"cannot write the model cache {target.parent} ({exc.strerror}); "
-            "set PGCITE_MODEL_CACHE to a writable folder"
-        ) from None
-    try:
-        yield work
-    except OSError as exc:
-        raise EmbeddingError(
-            f"cannot write the model cache {target.parent} ({exc.strerror}); "
-            "free some space or set PGCITE_MODEL_CACHE to another folder"
-        ) from None
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        move_into_place(work, target)
 
 
 def _convert(model_dir: Path, target: Path) -> None:
-    import onnx
-
-    weights = target.with_suffix(".weights")
-    with _work_folder(target) as work:
-        # Graph and weights carry their final names and the weights move first: a reader that sees
-        # the graph finds its weights, and two processes converting at once both succeed.
-        onnx.save(
-            build_graph(model_dir),
-            work / target.name,
-            save_as_external_data=True,
-            all_tensors_to_one_file=True,
-            location=weights.name,
-        )
-        verify(MiniLM(work / target.name, model_dir))
-        os.chmod(work / weights.name, 0o644)  # onnx writes it owner-only; the graph beside it is 0644
-        os.replace(work / weights.name, weights)
-        os.replace(work / target.name, target)
+    with work_folder(target) as work:
+        verify(MiniLM(save_with_weights(build_graph(model_dir), work, target), model_dir))
+        move_into_place(work, target)
 
 
 def verify(model: MiniLM, parity: float = PARITY) -> None:
@@ -249,18 +109,8 @@ def verify(model: MiniLM, parity: float = PARITY) -> None:
 
 class MiniLM:
     def __init__(self, onnx_file: Path, model_dir: Path) -> None:
-        import onnxruntime
-
         self.path = onnx_file
-        options = onnxruntime.SessionOptions()
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3  # the fused graph's shape notes are not the user's concern
-        try:
-            self.session = onnxruntime.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # noqa: BLE001 -- onnxruntime's own Fail / InvalidProtobuf / NoSuchFile share no base
-            raise EmbeddingError(
-                f"cannot load the bundled model from {onnx_file} ({str(exc)[:200]}); delete that file and run again"
-            ) from None
+        self.session = session(onnx_file, "the bundled model")
         self.dimension = self.session.get_outputs()[0].shape[1]
         max_tokens = json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"]
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
@@ -270,14 +120,8 @@ class MiniLM:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors, one row per text, in order; batched by length so little is padding."""
         ids = [e.ids for e in self.tokenizer.encode_batch(list(texts))]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out = np.empty((len(ids), self.dimension), dtype=np.float32)
-        start = 0
-        while start < len(order):
-            end = start + 1
-            while end < len(order) and (end + 1 - start) * len(ids[order[end]]) <= BATCH_TOKENS:
-                end += 1
-            rows, start = order[start:end], end
+        for rows in length_batches([len(i) for i in ids], BATCH_TOKENS):
             length = len(ids[rows[-1]])
             tokens = np.zeros((len(rows), length), dtype=np.int64)
             mask = np.zeros((len(rows), length), dtype=np.int64)

@@ -37,15 +37,18 @@ def run_searches(
     mode: str | None = None,
     progress: Progress | None = None,
     version: str | None = None,
+    rerank: bool = False,
 ) -> dict[str, Retrieval]:
-    """Each question through `search`, as `pgcite search` runs it."""
+    """Each question through `search`, as `pgcite search` runs it (with `--rerank`: ordered as `ask` orders)."""
     from pgcite.vocabulary import SearchFilter
 
     retrievals = {}
     for q in questions:
         if progress:
             progress(q.id)
-        hits = app.search(q.question, k=fetch_size(k), mode=mode, filters=SearchFilter(source=source, version=version))
+        hits = app.search(
+            q.question, k=fetch_size(k), mode=mode, filters=SearchFilter(source=source, version=version), rerank=rerank
+        )
         retrievals[q.id] = Retrieval(
             tuple(distinct_sections(hits, max(k, 3))), sum(_tokens(app.embedder, h) for h in hits[:3])
         )

@@ -25,6 +25,7 @@ from pgcite.ingest.sites import Site, detect
 from pgcite.ingest.sources import DEFAULT_EXCLUDE, Limits, Skipped, Source, Unchanged
 from pgcite.ingest.writer import Pending, Writer
 from pgcite.retrieval import calibration
+from pgcite.retrieval.rerank import ReaderReranker
 from pgcite.safety import own_sites
 from pgcite.store import Store, log_rows, sync_rows
 
@@ -103,13 +104,15 @@ def ingest(
     options: dict | None = None,
     trigger: str = "ingest",
     recorded_location: str | None = None,
+    reader: ReaderReranker | None = None,
 ) -> IngestReport:
     """Ingest `source` as `source_name`. `site` is the generator (detected when None, or named);
     `base_url` defaults to the one the site's configuration gives; `version` labels an
     unversioned site (a versioned one labels its pages itself); `languages`: only pages in these
     (by default all the site's). options: the arguments this
     ingest was asked with, kept for a sync; trigger: what started it (the last sync says);
-    recorded_location: the source's location to record, when not where it was read from (an upload)."""
+    recorded_location: the source's location to record, when not where it was read from (an upload).
+    reader: pgcite's reader, when it is on: its bar is measured for the source too (calibration.py)."""
     started = time.perf_counter()
     if not isinstance(site, Site):
         site = detect(source, site, route_base=route_base)
@@ -249,7 +252,7 @@ def ingest(
     report.seconds = time.perf_counter() - started
     if interrupted:
         raise IngestInterrupted(report)
-    report.calibration = calibration.refresh(store, embedder, source_name)
+    report.calibration = calibration.refresh(store, embedder, source_name, reader)
     sync_rows.record(store, source_name, trigger=trigger, seconds=report.seconds, report=report)
     return report
 

@@ -13,7 +13,7 @@ in a narrow band weighs as much against BM25 as the bundled one does."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, replace
 from datetime import UTC, datetime
 from functools import lru_cache
 from importlib import resources
@@ -23,6 +23,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from pgcite.embedding.models import Embedder
+    from pgcite.retrieval.rerank import ReaderReranker, ScoringReranker
     from pgcite.store import Store
 
 # Headings sampled per source as questions its sections answer.
@@ -48,6 +49,12 @@ class Calibration:
     answered_low: float  # ... its 10th percentile
     questions: int  # heading questions asked
     measured_at: str
+    # pgcite's reader (ReaderScores), when it is on: which reader, and its best scores for heading
+    # questions with their section (answered, 10th percentile) and with it taken out (median, 90th).
+    reader: str = ""
+    reader_answered_low: float | None = None
+    reader_unanswered_median: float | None = None
+    reader_unanswered_high: float | None = None
 
     @property
     def bar(self) -> float:
@@ -67,14 +74,28 @@ class Calibration:
     def vector_scale(self) -> float:
         return round(REFERENCE_GAP / self.gap, 4)
 
+    @property
+    def reader_bar(self) -> float | None:
+        """The reader's best score under which nothing answers (the offline generator refuses)."""
+        if self.reader_answered_low is None or self.reader_unanswered_high is None:
+            return None
+        return round(reader_bar_of(self.reader_answered_low, self.reader_unanswered_high), 4)
+
     def to_json(self) -> dict:
-        return {**asdict(self), "bar": self.bar, "floor": self.floor, "vector_scale": self.vector_scale}
+        return {
+            **asdict(self),
+            "bar": self.bar,
+            "floor": self.floor,
+            "vector_scale": self.vector_scale,
+            "reader_bar": self.reader_bar,
+        }
 
     @classmethod
     def from_json(cls, data: dict | None) -> Calibration | None:
         if not data:
             return None
-        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+        fields = cls.__dataclass_fields__
+        return cls(**{name: data[name] for name in fields if name in data or fields[name].default is MISSING})
 
     def stale(self, model: str, chunks: int) -> bool:
         return model != self.model or abs(chunks - self.chunks) > REMEASURE_CHANGE * max(self.chunks, 1)
@@ -131,14 +152,62 @@ def measure(store: Store, embedder: Embedder, source: str) -> Calibration | None
     )
 
 
-def refresh(store: Store, embedder: Embedder, source: str) -> Calibration | None:
-    """The source's calibration, measured again when it has none, or its model or size changed."""
+# Heading questions the reader is measured on, per source (about 10 s of its time at ingest).
+READER_QUESTIONS = 40
+
+
+def reader_bar_of(answered_low: float, unanswered_high: float) -> float:
+    """Where the reader's bar lies between what the source's own answered and unanswered heading
+    questions score (docs/reader.md, "Refusing")."""
+    return (answered_low + unanswered_high) / 2
+
+
+@dataclass(frozen=True)
+class ReaderScores:
+    """The reader's best score for questions from the source's own headings: with their section
+    among the candidates (answered), and with it taken out (on topic, and unanswered)."""
+
+    answered: list[float]
+    unanswered: list[float]
+
+
+def measure_reader(store: Store, embedder: Embedder, reader: ScoringReranker, source: str) -> ReaderScores:
+    from pgcite.retrieval.search import search
+    from pgcite.vocabulary import SearchFilter
+
+    answered, unanswered = [], []
+    for title, heading in store.sample_headings(source, READER_QUESTIONS):
+        question = heading_question(title, heading)
+        hits = search(store, embedder, question, k=reader.candidates, filters=SearchFilter(source=source))
+        scores = reader.scores(question, [f"{h.breadcrumb}\n{h.content}" if h.breadcrumb else h.content for h in hits])
+        own = [(h.title, h.heading) == (title, heading) for h in hits]
+        if any(own):
+            answered.append(max(s for s, o in zip(scores, own, strict=True) if o))
+        if not all(own):
+            unanswered.append(max(s for s, o in zip(scores, own, strict=True) if not o))
+    return ReaderScores(answered, unanswered)
+
+
+def refresh(store: Store, embedder: Embedder, source: str, reader: ReaderReranker | None = None) -> Calibration | None:
+    """The source's calibration, measured again when it has none, or its model or size changed;
+    with a reader, its scores too when they were measured with another reader or not at all."""
     current = Calibration.from_json(store.load_calibration(source))
-    if current is not None and not current.stale(embedder.model, store.source_chunk_count(source)):
+    if current is None or current.stale(embedder.model, store.source_chunk_count(source)):
+        current = measure(store, embedder, source)
+    elif reader is None or current.reader == reader.identity:
         return current
-    calibration = measure(store, embedder, source)
-    store.save_calibration(source, calibration.to_json() if calibration else None)
-    return calibration
+    if current is not None and reader is not None:
+        scores = measure_reader(store, embedder, reader, source)
+        if scores.answered and scores.unanswered:
+            current = replace(
+                current,
+                reader=reader.identity,
+                reader_answered_low=round(float(np.quantile(scores.answered, 0.1)), 4),
+                reader_unanswered_median=round(float(np.median(scores.unanswered)), 4),
+                reader_unanswered_high=round(float(np.quantile(scores.unanswered, 0.9)), 4),
+            )
+    store.save_calibration(source, current.to_json() if current else None)
+    return current
 
 
 def load(store: Store, source: str) -> Calibration | None:

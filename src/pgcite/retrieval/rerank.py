@@ -1,6 +1,7 @@
-"""Optional second ranking stages over the first stage's best candidates: a re-ranking server
-(a cross-encoder) that reads the question with each candidate and scores it again, or, with a
-chat model configured and `rerank_with_chat`, the chat model naming the candidates that answer.
+"""Second ranking stages over the first stage's best candidates: pgcite's own reader (a bundled
+cross-encoder, embedding/reader.py), a re-ranking server (a cross-encoder of the user's) that reads
+the question with each candidate and scores it again, or, with a chat model configured and
+`rerank_with_chat`, the chat model naming the candidates that answer.
 
 It speaks the `/rerank` protocol that vLLM, Jina and Cohere serve (`{"model", "query",
 "documents", "top_n"}` answered by `{"results": [{"index", "relevance_score"}]}`); a
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from pgcite.config import Settings
+from pgcite.embedding.reader import BundledReader, reader_id
 from pgcite.errors import PgciteError
 from pgcite.vocabulary import SearchHit
 
@@ -35,7 +37,39 @@ class Reranker(Protocol):
         ...
 
 
-class RerankServer:
+class ScoringReranker:
+    """A second stage that scores each candidate with the question: its order is by those scores."""
+
+    candidates: int
+
+    def scores(self, query: str, texts: Sequence[str]) -> list[float]:
+        raise NotImplementedError
+
+    def rerank(self, query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
+        """The first `candidates` hits in the scores' order (their rank_score the score), then the rest."""
+        head, tail = list(hits[: self.candidates]), list(hits[self.candidates :])
+        if not head:
+            return list(hits)
+        scores = self.scores(query, [f"{h.breadcrumb}\n{h.content}" if h.breadcrumb else h.content for h in head])
+        order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
+        return [dataclasses.replace(head[i], rank_score=scores[i]) for i in order] + tail
+
+
+class ReaderReranker(ScoringReranker):
+    """pgcite's reader: its scores are logits (above 0, the section more likely answers than not).
+    bar: the user's, under which no candidate answers (else the source's, answer/flow.py)."""
+
+    def __init__(self, reader: Callable[[], BundledReader], candidates: int, bar: float | None = None) -> None:
+        self._reader = reader  # loaded on first use
+        self.candidates = candidates
+        self.bar = bar
+        self.identity = reader_id()
+
+    def scores(self, query: str, texts: Sequence[str]) -> list[float]:
+        return [float(s) for s in self._reader().scores(query, texts)]
+
+
+class RerankServer(ScoringReranker):
     def __init__(self, settings: Settings) -> None:
         self.url = settings.rerank_url.rstrip("/")
         self.model = settings.rerank_model
@@ -93,15 +127,6 @@ class RerankServer:
         if set(scored) != set(range(len(texts))):
             raise RerankError(f"the re-ranking server at {self.url} scored {len(scored)} of {len(texts)} texts")
         return [scored[i] for i in range(len(texts))]
-
-    def rerank(self, query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
-        """The first `candidates` hits in the server's order (their rank_score its score), then the rest."""
-        head, tail = list(hits[: self.candidates]), list(hits[self.candidates :])
-        if len(head) < 2:
-            return list(hits)
-        scores = self.scores(query, [f"{h.breadcrumb}\n{h.content}" if h.breadcrumb else h.content for h in head])
-        order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
-        return [dataclasses.replace(head[i], rank_score=scores[i]) for i in order] + tail
 
 
 # Given the question and the candidates, the positions of those that answer it, best first.

@@ -201,6 +201,7 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1", owned: bool = False) ->
         version: str | None = None,
         language: str | None = Query(None, max_length=MAX_LANGUAGE_CHARS),
         mode: Mode | None = None,
+        rerank: bool = Query(False, description="Let pgcite's reader order the results too, as ask does."),
         caller: Caller = Depends(read_access),
     ) -> dict:
         """The `pgcite search --json` object."""
@@ -208,7 +209,7 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1", owned: bool = False) ->
         filters = SearchFilter(
             source=source, path_prefix=path, version=version, language=language, allowed_sources=caller.sources
         )
-        hits = core.search(q, k=k, mode=mode, filters=filters)
+        hits = core.search(q, k=k, mode=mode, filters=filters, rerank=rerank)
         found = shapes.search(q, hits)
         # Nothing found because of a version or a language: say which (the CLI prints the same).
         return found if hits else found | ({"note": why} if (why := core.why_nothing(filters)) else {})
