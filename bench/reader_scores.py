@@ -31,7 +31,6 @@ from pgcite.retrieval.calibration import measure_reader  # noqa: E402
 from pgcite.retrieval.search import retrieve  # noqa: E402
 from pgcite.vocabulary import SearchFilter  # noqa: E402
 
-
 FUSIONS = (0.5, 1.0, 2.0, 4.0)
 
 
@@ -52,9 +51,11 @@ def measure(app: Pgcite, site: str, half: str) -> list[dict]:
             # The reader's score plus a prior for the first stage's rank (1 for its best, 0 past the candidates).
             position = {h.id: i for i, h in enumerate(hits)}
             for weight in FUSIONS:
-                fused = sorted(read[: reranker.candidates], key=lambda h: -(
-                    h.rank_score + weight * (1 - position[h.id] / reranker.candidates)))
-                row[f"fused{weight}_top3"] = gold_in_top(q, fused + read[reranker.candidates:])
+                fused = sorted(
+                    read[: reranker.candidates],
+                    key=lambda h: -(h.rank_score + weight * (1 - position[h.id] / reranker.candidates)),
+                )
+                row[f"fused{weight}_top3"] = gold_in_top(q, fused + read[reranker.candidates :])
         rows.append(row)
     return rows
 
@@ -68,10 +69,13 @@ def report(rows: list[dict], label: str) -> str:
     lines = [
         f"{label}: {len(answerable)} answerable ({len(judged)} pass the bar), "
         f"{len(unanswerable)} unanswerable ({len(neg)} pass the bar)",
-        f"  gold in top 3 (of all answerable): first stage {sum(r['first_top3'] for r in judged) / len(answerable):.3f}, "
-        f"reader {sum(r['reader_top3'] for r in judged) / len(answerable):.3f}, " + ", ".join(
+        f"  gold in top 3 (of all answerable): "
+        f"first stage {sum(r['first_top3'] for r in judged) / len(answerable):.3f}, "
+        f"reader {sum(r['reader_top3'] for r in judged) / len(answerable):.3f}, "
+        + ", ".join(
             f"reader + {w} x rank prior {sum(r[f'fused{w}_top3'] for r in judged) / len(answerable):.3f}"
-            for w in FUSIONS),
+            for w in FUSIONS
+        ),
     ]
     if len(pos) and len(neg):
         auc = float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
@@ -79,12 +83,16 @@ def report(rows: list[dict], label: str) -> str:
         for pct in (1, 3, 5, 10):
             bar = float(np.percentile(pos, pct))
             caught = int((neg < bar).sum()) + len(unanswerable) - len(neg)
-            lines.append(f"  bar at answerable's {pct:>2}th percentile ({bar:+.2f}): unanswerable refused "
-                         f"{caught}/{len(unanswerable)}")
+            lines.append(
+                f"  bar at answerable's {pct:>2}th percentile ({bar:+.2f}): unanswerable refused "
+                f"{caught}/{len(unanswerable)}"
+            )
         for bar in (-4.0, -3.0, -2.0, -1.0, 0.0):
             caught = int((neg < bar).sum()) + len(unanswerable) - len(neg)
-            lines.append(f"  bar {bar:+.1f}: answerable refused {int((pos < bar).sum()) + len(answerable) - len(pos)}"
-                         f"/{len(answerable)}, unanswerable refused {caught}/{len(unanswerable)}")
+            lines.append(
+                f"  bar {bar:+.1f}: answerable refused {int((pos < bar).sum()) + len(answerable) - len(pos)}"
+                f"/{len(answerable)}, unanswerable refused {caught}/{len(unanswerable)}"
+            )
     return "\n".join(lines)
 
 
@@ -93,8 +101,10 @@ def calibration_line(app: Pgcite, site: str) -> str:
     with app.reader() as store:
         scores = measure_reader(store, app.embedder, app.reranker, site)
     a, u = np.array(scores.answered), np.array(scores.unanswered)
-    return (f"  headings: answered p10 {np.percentile(a, 10):+.2f} median {np.median(a):+.2f}; "
-            f"answer taken out median {np.median(u):+.2f} p90 {np.percentile(u, 90):+.2f} ({len(a)}/{len(u)})")
+    return (
+        f"  headings: answered p10 {np.percentile(a, 10):+.2f} median {np.median(a):+.2f}; "
+        f"answer taken out median {np.median(u):+.2f} p90 {np.percentile(u, 90):+.2f} ({len(a)}/{len(u)})"
+    )
 
 
 def main() -> int:

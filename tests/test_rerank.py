@@ -66,9 +66,9 @@ def test_a_server_that_is_down_or_wrong_is_one_line(app):
                 core.ask(QUESTION, threshold=1.0)
 
 
-def test_without_a_server_nothing_changes(app):
+def test_without_a_server_or_the_reader_nothing_changes(app):
     settings, embedder = app
-    with Pgcite(settings, embedder=embedder) as core:
+    with Pgcite(dataclasses.replace(settings, reader="off"), embedder=embedder) as core:
         assert core.reranker is None
         hits = core.search("felt pads hum quietly", k=3, filters=SearchFilter(source="w"))
     assert hits == sorted(hits, key=lambda h: -h.rank_score)

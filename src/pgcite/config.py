@@ -81,9 +81,10 @@ class Settings:
     rerank_with_chat: bool = False
     # pgcite's reader (a cross-encoder trained by pgcite and bundled with it, docs/reader.md): it reads
     # the question with each of the first stage's best `reader_candidates` and orders them by whether
-    # they answer; with the offline generator it also refuses when none does. "off", or the
-    # precision it runs at: "int8" or "fp32". A re-ranking server (rerank_url) takes its place.
-    reader: str = "int8"
+    # they answer; with the offline generator it also refuses when none does. "off" (the default
+    # until it orders the held-out questions better than the first stage does), or the precision it
+    # runs at: "fp32" or "int8". A re-ranking server (rerank_url) takes its place.
+    reader: str = "off"
     reader_candidates: int = 20
     # The reader's score under which the offline generator refuses (a logit); nan: the bar measured
     # when the reader was made (docs/reader.md).

@@ -9,11 +9,12 @@ Steps, each resumable (a finished step's output is kept and not built again):
 2. ingest: each site into a pgcite database of its own (PGCITE_HOME=WORK/pghome), as a user would,
    so that sections are cut and searched exactly as pgcite does at run time.
 3. pairs: questions written from the docs by rules (questions.py: the docs' own questions, headings
-   turned into questions), each paired with the section it comes from (label 1) and with pgcite's
-   best hybrid candidates outside that section (label 0: the same page's other sections and other
-   pages that talk about the topic). A question whose section is taken out is an on-topic question
-   the rest of the docs do not answer: its negatives teach exactly that.
-   Written to WORK/pairs.jsonl with a split by site (WORK/split.json), and the cost to WORK/cost.json.
+   turned into questions) and, where write_questions.py has run, by a local model, each paired
+   with the section it comes from (label 1) and with pgcite's best hybrid candidates outside that
+   section (label 0: the same page's other sections and other pages that talk about the topic). A
+   question whose section is taken out is an on-topic question the rest of the docs do not answer:
+   its negatives teach exactly that. Written to WORK/pairs/SITE.jsonl (train.py holds some sites
+   out as its dev set), and the cost to WORK/cost.json.
 Nothing here reads ../shared/corpora or pgcite's own docs."""
 
 from __future__ import annotations
@@ -55,15 +56,22 @@ def extract(site: dict, mirrors: Path, target: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     # Only the pages: a snapshot may lack big binaries (images), which `git archive` cannot read.
     git = ["git", "--git-dir", str(git_dir)]
-    listing = subprocess.run([*git, "ls-tree", "-r", "--name-only", site["commit"], "--", *site["paths"]],
-                             check=True, capture_output=True, text=True).stdout.split("\n")
+    listing = subprocess.run(
+        [*git, "ls-tree", "-r", "--name-only", site["commit"], "--", *site["paths"]],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split("\n")
     pages = [p for p in listing if p.endswith((".md", ".mdx"))]
     # A sample of a big site's pages: questions are capped per site anyway, and embedding is the cost.
     if len(pages) > MAX_PAGES_PER_SITE:
         pages = sorted(random.Random(f"{SEED}:{site['name']}").sample(pages, MAX_PAGES_PER_SITE))
     for start in range(0, len(pages), 500):
-        archive = subprocess.run([*git, "archive", "--format=tar", site["commit"], "--", *pages[start : start + 500]],
-                                 check=True, capture_output=True).stdout
+        archive = subprocess.run(
+            [*git, "archive", "--format=tar", site["commit"], "--", *pages[start : start + 500]],
+            check=True,
+            capture_output=True,
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
     (target / ".done").write_text(site["commit"])
 
@@ -80,12 +88,17 @@ def sections(store, source: str) -> list[dict]:
              FROM chunks WHERE source = %s GROUP BY path, heading_path, breadcrumb""",
         (source,),
     ).fetchall()
-    return [
-        {"path": p, "heading_path": list(h or []), "breadcrumb": b or "", "text": x} for p, h, b, x in rows
-    ]
+    return [{"path": p, "heading_path": list(h or []), "breadcrumb": b or "", "text": x} for p, h, b, x in rows]
 
 
-def pairs_for_site(app, site: dict, rng: random.Random) -> list[dict]:
+def written_questions(work: Path, site: str, found: list[dict]) -> list[tuple[tuple[str, str], dict]]:
+    by_key = {f"{s['path']}#{s['breadcrumb']}": s for s in found}
+    file = work / "written" / f"{site}.jsonl"
+    rows = [json.loads(line) for line in file.read_text().splitlines()] if file.is_file() else []
+    return [((q, "written"), by_key[r["key"]]) for r in rows if r["key"] in by_key for q in r["answered"]]
+
+
+def pairs_for_site(app, work: Path, site: dict, rng: random.Random) -> list[dict]:
     from questions import questions_for
 
     from pgcite.vocabulary import SearchFilter
@@ -94,6 +107,9 @@ def pairs_for_site(app, site: dict, rng: random.Random) -> list[dict]:
         found = sections(store, site["name"])
     asked = [(q, s) for s in found for q in questions_for(s)]
     rng.shuffle(asked)
+    # Questions a model wrote (write_questions.py), where there are any, come first: they are worded
+    # as users ask; the rules' questions fill the rest.
+    asked = written_questions(work, site["name"], found) + asked
     asked = asked[:MAX_QUESTIONS_PER_SITE]
     out = []
     for (question, kind), section in asked:
@@ -150,7 +166,7 @@ def main() -> int:
                 target = work / "pairs" / f"{site['name']}.jsonl"
                 if target.is_file():
                     continue
-                rows = pairs_for_site(app, site, random.Random(f"{SEED}:{site['name']}"))
+                rows = pairs_for_site(app, work, site, random.Random(f"{SEED}:{site['name']}"))
                 target.parent.mkdir(parents=True, exist_ok=True)
                 tmp = target.with_suffix(".tmp")
                 tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -23,11 +23,26 @@ from pgcite.embedding.models import bundled_model_dir
 DATA = ROOT / "src" / "pgcite" / "data"
 # Pairs whose scores the shipped model must reproduce: short and long, answering and not.
 REFERENCE_PAIRS = [
-    ("How do I turn off the cache?", "Caching > Disabling\nSet `cache: false` in the configuration file to turn the cache off."),
-    ("How do I turn off the cache?", "Caching\nThe cache keeps rendered pages for an hour, so repeated builds are fast."),
-    ("What port does the server listen on?", "Server > Ports\nBy default the server listens on port 8080; pass --port to change it."),
-    ("What port does the server listen on?", "Logging\nLogs are written to standard error in JSON, one object per line."),
-    ("Can I deploy to Kubernetes?", "Installation\nDownload the binary for your platform and put it on your PATH. " * 12),
+    (
+        "How do I turn off the cache?",
+        "Caching > Disabling\nSet `cache: false` in the configuration file to turn the cache off.",
+    ),
+    (
+        "How do I turn off the cache?",
+        "Caching\nThe cache keeps rendered pages for an hour, so repeated builds are fast.",
+    ),
+    (
+        "What port does the server listen on?",
+        "Server > Ports\nBy default the server listens on port 8080; pass --port to change it.",
+    ),
+    (
+        "What port does the server listen on?",
+        "Logging\nLogs are written to standard error in JSON, one object per line.",
+    ),
+    (
+        "Can I deploy to Kubernetes?",
+        "Installation\nDownload the binary for your platform and put it on your PATH. " * 12,
+    ),
     ("how to upgrade", "Upgrading > From 1.x to 2.x\nRun the migration command, then restart every worker."),
 ]
 
@@ -57,7 +72,11 @@ def default_bar(model, tokenizer, work: Path, questions: int = 200) -> tuple[flo
         unanswered.append(float(scores[labels == 0].max()))
     low, high = float(np.quantile(answered, 0.1)), float(np.quantile(unanswered, 0.9))
     return round(reader_bar_of(low, high), 4), {
-        "sites": list(DEV_SITES), "questions": len(groups), "answered_low": round(low, 4), "unanswered_high": round(high, 4)}
+        "sites": list(DEV_SITES),
+        "questions": len(groups),
+        "answered_low": round(low, 4),
+        "unanswered_high": round(high, 4),
+    }
 
 
 def export(work: Path) -> None:

@@ -76,8 +76,16 @@ def from_heading(heading: str, title: str) -> list[tuple[str, str]]:
 
 NOUN_TEMPLATES = ("How does {} work?", "What is {} for?", "How do I use {}?", "How do I set up {}?")
 # One-word headings that say what is done with the page's subject.
-TASKS = {"configuration": "configure", "usage": "use", "installation": "install", "install": "install",
-         "setup": "set up", "deployment": "deploy", "testing": "test", "upgrading": "upgrade"}
+TASKS = {
+    "configuration": "configure",
+    "usage": "use",
+    "installation": "install",
+    "install": "install",
+    "setup": "set up",
+    "deployment": "deploy",
+    "testing": "test",
+    "upgrading": "upgrade",
+}
 
 
 def _lower_first(text: str) -> str:

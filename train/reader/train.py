@@ -99,8 +99,9 @@ def batch_tensors(tokenizer, groups: list[dict], rng: random.Random):
             texts.append(without_breadcrumb(text) if drop else text)
             labels.append(label)
         sizes.append(len(g["texts"]))
-    batch = tokenizer(questions, texts, truncation="only_second", max_length=MAX_TOKENS, padding=True,
-                      return_tensors="pt")
+    batch = tokenizer(
+        questions, texts, truncation="only_second", max_length=MAX_TOKENS, padding=True, return_tensors="pt"
+    )
     return batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], torch.tensor(labels).float(), sizes
 
 
@@ -147,11 +148,13 @@ def train(work: Path, epochs: float) -> None:
     dev_groups = random.Random(SEED).sample(dev_groups, min(120, len(dev_groups)))
     steps = int(len(train_groups) * epochs / GROUPS_PER_BATCH)
     model = Reader(model_dir)
-    optimiser = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=LEARNING_RATE,
-                                  weight_decay=0.01)
+    optimiser = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad], lr=LEARNING_RATE, weight_decay=0.01
+    )
     warmup = max(1, int(steps * WARMUP))
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+        optimiser, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
+    )
     checkpoint = work / "checkpoint.pt"
     state = {"step": 0, "cpu_seconds": 0.0, "log": []}
     if checkpoint.is_file():
@@ -184,13 +187,22 @@ def train(work: Path, epochs: float) -> None:
         if state["step"] % CHECKPOINT == 0 or state["step"] == steps:
             state["cpu_seconds"] += time.process_time() - started
             started = time.process_time()
-            state["log"].append({"step": state["step"], "loss": float(np.mean(losses)),
-                                 **evaluate(model, tokenizer, dev_groups)})
+            state["log"].append(
+                {"step": state["step"], "loss": float(np.mean(losses)), **evaluate(model, tokenizer, dev_groups)}
+            )
             losses = []
             print(state["log"][-1], f"{state['cpu_seconds'] / 3600:.2f} CPU h", file=sys.stderr, flush=True)
             tmp = checkpoint.with_suffix(".tmp")
-            torch.save({"model": model.state_dict(), "optimiser": optimiser.state_dict(),
-                        "schedule": schedule.state_dict(), "state": state, "rng": rng.getstate()}, tmp)
+            torch.save(
+                {
+                    "model": model.state_dict(),
+                    "optimiser": optimiser.state_dict(),
+                    "schedule": schedule.state_dict(),
+                    "state": state,
+                    "rng": rng.getstate(),
+                },
+                tmp,
+            )
             tmp.replace(checkpoint)
     (work / "train_log.json").write_text(json.dumps(state | {"steps": steps, "seed": SEED}, indent=1))
 
