@@ -104,18 +104,11 @@ def ask_stream(
         closest = [Dropped(h, "closest match") for h in hits[:context]]
         yield Sources([], closest)
         yield Delta(REFUSAL)
-        note = "; ".join(
-            filter(
-                None,
-                [
-                    note,
-                    (
-                        f"no section reads as answering the question (the reader's best score {hits[0].rank_score:.2f} "
-                        f"is below its bar {bar:.2f}; PGCITE_READER=off turns it off)"
-                    ),
-                ],
-            )
+        why = (
+            f"no section reads as answering the question (the reader's best score {hits[0].rank_score:.2f} is "
+            f"below its bar {bar:.2f}; PGCITE_READER=off turns it off)"
         )
+        note = f"{note}; {why}" if note else why
         yield Answer(question, REFUSAL, True, "none", [], [], closest, Checks(), usage, note=note)
         return
     selected = select_context(hits, context=context, token_budget=token_budget, count_tokens=embedder.count_tokens)

@@ -32,7 +32,8 @@ WEIGHTS = DATA / "reader.safetensors"
 CARD = DATA / "reader.json"
 GRAPH_VERSION = 1  # bump when the graph changes, so cached files are rebuilt
 PARITY = 0.02  # most a converted fp32 score may differ from the reference (a logit)
-INT8_PARITY = 1.0  # int8: a sanity bar for a broken quantization (it moves scores by up to 0.8); measured in docs/reader.md
+# int8: a sanity bar for a broken quantization (dynamic quantization moves scores by up to 0.8; docs/reader.md).
+INT8_PARITY = 1.0
 READER_PRECISIONS = ("fp32", "int8")
 BATCH_TOKENS = 1024  # padded tokens per forward pass
 

@@ -9,7 +9,8 @@ chunk count moves by a quarter), pgcite asks it two kinds of questions with its 
   "answered" scores.
 The bar sits above nearly every off-topic question (its OFFTOPIC_QUANTILE), and the cosine term of
 the hybrid score is scaled by the gap between the two medians, so that a model whose cosines sit
-in a narrow band weighs as much against BM25 as the bundled one does."""
+in a narrow band weighs as much against BM25 as the bundled one does. With pgcite's reader on, its
+refusal bar is measured the same way (measure_reader)."""
 
 from __future__ import annotations
 
@@ -172,6 +173,7 @@ class ReaderScores:
 
 
 def measure_reader(store: Store, embedder: Embedder, reader: ScoringReranker, source: str) -> ReaderScores:
+    """Each sampled heading's question, searched as `pgcite search` does, read by the reader."""
     from pgcite.retrieval.search import search
     from pgcite.vocabulary import SearchFilter
 
@@ -179,7 +181,7 @@ def measure_reader(store: Store, embedder: Embedder, reader: ScoringReranker, so
     for title, heading in store.sample_headings(source, READER_QUESTIONS):
         question = heading_question(title, heading)
         hits = search(store, embedder, question, k=reader.candidates, filters=SearchFilter(source=source))
-        scores = reader.scores(question, [f"{h.breadcrumb}\n{h.content}" if h.breadcrumb else h.content for h in hits])
+        scores = reader.score_hits(question, hits)
         own = [(h.title, h.heading) == (title, heading) for h in hits]
         if any(own):
             answered.append(max(s for s, o in zip(scores, own, strict=True) if o))

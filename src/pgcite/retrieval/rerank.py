@@ -45,12 +45,16 @@ class ScoringReranker:
     def scores(self, query: str, texts: Sequence[str]) -> list[float]:
         raise NotImplementedError
 
+    def score_hits(self, query: str, hits: Sequence[SearchHit]) -> list[float]:
+        """Each hit read as its breadcrumb and text."""
+        return self.scores(query, [f"{h.breadcrumb}\n{h.content}" if h.breadcrumb else h.content for h in hits])
+
     def rerank(self, query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
         """The first `candidates` hits in the scores' order (their rank_score the score), then the rest."""
         head, tail = list(hits[: self.candidates]), list(hits[self.candidates :])
         if not head:
             return list(hits)
-        scores = self.scores(query, [f"{h.breadcrumb}\n{h.content}" if h.breadcrumb else h.content for h in head])
+        scores = self.score_hits(query, head)
         order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
         return [dataclasses.replace(head[i], rank_score=scores[i]) for i in order] + tail
 
