@@ -17,7 +17,7 @@ from pgcite.embedding.graph import (
     encoder_graph,
     length_batches,
     move_into_place,
-    quiet,
+    quantize_int8,
     save_with_weights,
     session,
     work_folder,
@@ -60,7 +60,7 @@ def load(model_dir: Path, cache: Path, precision: str = "fp32") -> MiniLM:
                 return MiniLM(quantized, model_dir)
             except EmbeddingError:
                 pass
-        _quantize(load(model_dir, cache), quantized, model_dir)
+        quantize_int8(load(model_dir, cache).path, quantized, lambda f: verify(MiniLM(f, model_dir), INT8_PARITY))
         return MiniLM(quantized, model_dir)
     if target.is_file() and target.with_suffix(".weights").is_file():
         try:
@@ -69,25 +69,6 @@ def load(model_dir: Path, cache: Path, precision: str = "fp32") -> MiniLM:
             pass  # a damaged or partial file (a full disk, an old build): write it again
     _convert(model_dir, target)
     return MiniLM(target, model_dir)
-
-
-def _quantize(fp32: MiniLM, target: Path, model_dir: Path) -> None:
-    """int8 weights, per output channel, with activations quantized as they come (no calibration set):
-    ONNX Runtime runs its MatMuls and attention projections on integer kernels (VNNI where present)."""
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    with work_folder(target) as work, quiet():
-        quantize_dynamic(
-            fp32.path,
-            work / target.name,
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            # The fused com.microsoft operators have no shape inference: their outputs are float.
-            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-        )
-        verify(MiniLM(work / target.name, model_dir), INT8_PARITY)
-        move_into_place(work, target)
 
 
 def _convert(model_dir: Path, target: Path) -> None:

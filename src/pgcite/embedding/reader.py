@@ -8,6 +8,7 @@ Runtime with no torch and no download."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from pgcite.embedding.graph import (
     encoder_graph,
     length_batches,
     move_into_place,
-    quiet,
+    quantize_int8,
     save_with_weights,
     session,
     work_folder,
@@ -47,6 +48,7 @@ def reader_id() -> str:
     return hashlib.sha256(CARD.read_bytes()).hexdigest()[:16] if CARD.is_file() else ""
 
 
+@functools.cache
 def reader_card() -> dict:
     """What the reader's making recorded (reader.json): its sequence length, its refusal bar, its figures."""
     return json.loads(CARD.read_text()) if CARD.is_file() else {}
@@ -90,7 +92,8 @@ def load_reader(model_dir: Path, cache: Path, precision: str = "int8") -> Bundle
                 return BundledReader(quantized, model_dir)
             except EmbeddingError:
                 pass
-        _quantize(load_reader(model_dir, cache, "fp32"), quantized, model_dir)
+        fp32 = load_reader(model_dir, cache, "fp32").path
+        quantize_int8(fp32, quantized, lambda f: verify(BundledReader(f, model_dir), INT8_PARITY))
         return BundledReader(quantized, model_dir)
     if target.is_file() and target.with_suffix(".weights").is_file():
         try:
@@ -101,22 +104,6 @@ def load_reader(model_dir: Path, cache: Path, precision: str = "int8") -> Bundle
         verify(BundledReader(save_with_weights(build_graph(model_dir), work, target), model_dir))
         move_into_place(work, target)
     return BundledReader(target, model_dir)
-
-
-def _quantize(fp32: BundledReader, target: Path, model_dir: Path) -> None:
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    with work_folder(target) as work, quiet():
-        quantize_dynamic(
-            fp32.path,
-            work / target.name,
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-        )
-        verify(BundledReader(work / target.name, model_dir), INT8_PARITY)
-        move_into_place(work, target)
 
 
 def verify(reader: BundledReader, parity: float = PARITY) -> None:
