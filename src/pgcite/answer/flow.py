@@ -105,8 +105,8 @@ def ask_stream(
         yield Sources([], closest)
         yield Delta(REFUSAL)
         why = (
-            f"no section reads as answering the question (the reader's best score {hits[0].rank_score:.2f} is "
-            f"below its bar {bar:.2f}; PGCITE_READER=off turns it off)"
+            f"no section reads as answering the question: the reader's best score {hits[0].rank_score:.2f} is "
+            f"below its bar {bar:.2f}; PGCITE_READER=off turns it off"
         )
         note = f"{note}; {why}" if note else why
         yield Answer(question, REFUSAL, True, "none", [], [], closest, Checks(), usage, note=note)
