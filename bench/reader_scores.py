@@ -56,6 +56,12 @@ def measure(app: Pgcite, site: str, half: str) -> list[dict]:
                     key=lambda h: -(h.rank_score + weight * (1 - position[h.id] / reranker.candidates)),
                 )
                 row[f"fused{weight}_top3"] = gold_in_top(q, fused + read[reranker.candidates :])
+            # Reciprocal rank fusion (k = 60, its usual constant): no weight to choose.
+            reader_rank = {h.id: i for i, h in enumerate(read)}
+            rrf = sorted(
+                read[: reranker.candidates], key=lambda h: -(1 / (61 + position[h.id]) + 1 / (61 + reader_rank[h.id]))
+            )
+            row["rrf_top3"] = gold_in_top(q, rrf + read[reranker.candidates :])
         rows.append(row)
     return rows
 
@@ -75,7 +81,8 @@ def report(rows: list[dict], label: str) -> str:
         + ", ".join(
             f"reader + {w} x rank prior {sum(r[f'fused{w}_top3'] for r in judged) / len(answerable):.3f}"
             for w in FUSIONS
-        ),
+        )
+        + f", reciprocal rank fusion {sum(r['rrf_top3'] for r in judged) / len(answerable):.3f}",
     ]
     if len(pos) and len(neg):
         auc = float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -81,21 +82,43 @@ def ingest(app, site: dict, folder: Path) -> None:
     print(f"{site['name']}: {report.summary()}", file=sys.stderr)
 
 
+# Release notes list changes, not how to do things: questions written from them teach nothing a
+# user asks (a page named so, or a section headed by a version number or a date).
+RELEASE_NOTES = re.compile(r"change-?log|release[-_ ]?notes|(^|/)(changes|history|news|releases?)[./]", re.IGNORECASE)
+VERSION_HEADING = re.compile(r"(^|> )\[?v?\d+\.\d+(\.\d+)?|\b(19|20)\d\d-\d\d-\d\d\b")
+
+
+def is_release_notes(path: str, breadcrumb: str) -> bool:
+    return bool(RELEASE_NOTES.search(path) or VERSION_HEADING.search(breadcrumb))
+
+
 def sections(store, source: str) -> list[dict]:
-    """Every stored section of a source: its page, heading path, breadcrumb and text (chunks joined)."""
+    """Every stored section of a source that is not release notes: its page, heading path,
+    breadcrumb and text (chunks joined)."""
     rows = store.conn.execute(
         """SELECT path, heading_path, breadcrumb, string_agg(content, E'\n' ORDER BY ord)
              FROM chunks WHERE source = %s GROUP BY path, heading_path, breadcrumb""",
         (source,),
     ).fetchall()
-    return [{"path": p, "heading_path": list(h or []), "breadcrumb": b or "", "text": x} for p, h, b, x in rows]
+    return [
+        {"path": p, "heading_path": list(h or []), "breadcrumb": b or "", "text": x}
+        for p, h, b, x in rows
+        if not is_release_notes(p, b or "")
+    ]
 
 
-def written_questions(work: Path, site: str, found: list[dict]) -> list[tuple[tuple[str, str], dict]]:
+def written(work: Path, site: str, found: list[dict]) -> list[tuple[dict, dict]]:
+    """write_questions.py's rows for the sections still found, each with its section."""
     by_key = {f"{s['path']}#{s['breadcrumb']}": s for s in found}
     file = work / "written" / f"{site}.jsonl"
     rows = [json.loads(line) for line in file.read_text().splitlines()] if file.is_file() else []
-    return [((q, "written"), by_key[r["key"]]) for r in rows if r["key"] in by_key for q in r["answered"]]
+    return [(r, by_key[r["key"]]) for r in rows if r["key"] in by_key]
+
+
+def as_user_asks(question: str, site: str) -> str:
+    """The model tends to end with "... in SITE?"; users asking a site's own docs rarely name it."""
+    named = rf"\s+(in|with|using|for|on)\s+(the\s+)?{re.escape(site)}(\s+(project|docs|documentation))?(?![\w-])"
+    return re.sub(named, "", question, flags=re.IGNORECASE)
 
 
 def pairs_for_site(app, work: Path, site: dict, rng: random.Random) -> list[dict]:
@@ -107,9 +130,10 @@ def pairs_for_site(app, work: Path, site: dict, rng: random.Random) -> list[dict
         found = sections(store, site["name"])
     asked = [(q, s) for s in found for q in questions_for(s)]
     rng.shuffle(asked)
-    # Questions a model wrote (write_questions.py), where there are any, come first: they are worded
-    # as users ask; the rules' questions fill the rest.
-    asked = written_questions(work, site["name"], found) + asked
+    by_model = written(work, site["name"], found)
+    # Questions a model wrote, where there are any, come first: they are worded as users ask; the
+    # rules' questions fill the rest.
+    asked = [((as_user_asks(q, site["name"]), "written"), s) for r, s in by_model for q in r["answered"]] + asked
     asked = asked[:MAX_QUESTIONS_PER_SITE]
     out = []
     for (question, kind), section in asked:
@@ -118,11 +142,21 @@ def pairs_for_site(app, work: Path, site: dict, rng: random.Random) -> list[dict
         negatives = [h for h in hits if (h.path, h.breadcrumb) != gold][:NEGATIVES]
         positive = next((h for h in hits if (h.path, h.breadcrumb) == gold), None)
         rank = next((i for i, h in enumerate(hits) if (h.path, h.breadcrumb) == gold), None)
+        if kind == "written" and rank is None:
+            # Round-trip check: a written question whose section the first stage cannot find in its
+            # best CANDIDATES is more often one the section does not answer (the model's slip).
+            continue
         group = {"site": site["name"], "question": question, "kind": kind, "gold_rank": rank}
         # The positive is the best-ranked chunk of the section (what the reader will see), else its start.
         text = f"{positive.breadcrumb}\n{positive.content}" if positive else section_text(section)
         out.append({**group, "text": text, "label": 1})
         out += [{**group, "text": f"{h.breadcrumb}\n{h.content}", "label": 0} for h in negatives]
+    # The model's on-topic question that its section does not answer: a negative on that section
+    # alone (whether another section answers it is unknown, so nothing else is labelled).
+    for r, section in by_model:
+        for question in r["unanswered"]:
+            row = {"site": site["name"], "question": as_user_asks(question, site["name"]), "kind": "written-unanswered"}
+            out.append({**row, "gold_rank": None, "text": section_text(section), "label": 0})
     return out
 
 

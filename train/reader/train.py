@@ -60,7 +60,7 @@ class Reader(nn.Module):
 
 
 def load_groups(work: Path) -> dict[str, list[dict]]:
-    """Each question's pairs, the section that answers it first, by site."""
+    """Each question's pairs, the section that answers it (if one does) first, by site."""
     by_site: dict[str, list[dict]] = {}
     for file in sorted((work / "pairs").glob("*.jsonl")):
         groups: dict[str, dict] = {}
@@ -70,7 +70,9 @@ def load_groups(work: Path) -> dict[str, list[dict]]:
             if row["label"] or len(group["labels"]) - sum(group["labels"]) < NEGATIVES:
                 group["texts"].append(row["text"])
                 group["labels"].append(row["label"])
-        by_site[file.stem] = [g for g in groups.values() if sum(g["labels"]) == 1 and len(g["labels"]) > 1]
+        # A group with one answer is ranked and scored; one with none (a question its section does not
+        # answer) is only scored.
+        by_site[file.stem] = [g for g in groups.values() if sum(g["labels"]) == 0 or len(g["labels"]) > 1]
     return by_site
 
 
@@ -107,12 +109,14 @@ def batch_tensors(tokenizer, groups: list[dict], rng: random.Random):
 
 def loss_of(logits, labels, sizes):
     bce = nn.functional.binary_cross_entropy_with_logits(logits, labels)
-    ranking, start = 0.0, 0
+    ranking, start, ranked = 0.0, 0, 0
     for size in sizes:
         group, target = logits[start : start + size], labels[start : start + size]
-        ranking = ranking - torch.log_softmax(group, 0)[target.argmax()]
+        if target.max() > 0:
+            ranking = ranking - torch.log_softmax(group, 0)[target.argmax()]
+            ranked += 1
         start += size
-    return bce + ranking / len(sizes)
+    return bce + ranking / max(ranked, 1)
 
 
 @torch.no_grad()
@@ -121,6 +125,8 @@ def evaluate(model, tokenizer, groups: list[dict]) -> dict:
     model.eval()
     first, positives, negatives = 0, [], []
     for g in groups:
+        if not any(g["labels"]):
+            continue
         ids, types, mask = encode(tokenizer, g["question"], g["texts"])
         scores = model(ids, types, mask).numpy()
         labels = np.array(g["labels"])
@@ -143,7 +149,7 @@ def train(work: Path, epochs: float) -> None:
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     by_site = load_groups(work)
     train_groups = [g for site, gs in sorted(by_site.items()) if site not in DEV_SITES for g in gs]
-    dev_groups = [g for site in DEV_SITES for g in by_site.get(site, [])]
+    dev_groups = [g for site in DEV_SITES for g in by_site.get(site, []) if any(g["labels"])]
     rng.shuffle(train_groups)
     dev_groups = random.Random(SEED).sample(dev_groups, min(120, len(dev_groups)))
     steps = int(len(train_groups) * epochs / GROUPS_PER_BATCH)

