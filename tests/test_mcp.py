@@ -28,8 +28,10 @@ ALPHA = {
     "## Stopping\n\nPress the red lever to stop a widget.\n",
 }
 # Every word of beta's is its own: none may reach a caller scoped to alpha.
-BETA = {"beta.md": "# Zephyrine Gearbox\n\n## Lubrication\n\nGrease the zephyrine gearbox with quokkalube every "
-                   "17 fortnights; the default spin rate of a gearbox is 12 turns per second.\n"}
+BETA = {
+    "beta.md": "# Zephyrine Gearbox\n\n## Lubrication\n\nGrease the zephyrine gearbox with quokkalube every "
+    "17 fortnights; the default spin rate of a gearbox is 12 turns per second.\n"
+}
 BETA_MARKERS = ("Zephyrine", "zephyrine", "quokkalube", "fortnights", "beta.md")
 ANSWERABLE = "What is the default spin rate of a widget?"
 UNANSWERABLE = "Which Kubernetes operator deploys the billing service?"
@@ -65,8 +67,9 @@ async def _tour(client) -> dict:
     page = await client.call_tool("read_page", {"url": first["url"]})
     section = await client.call_tool("read_section", {"id": first["id"]})
     sources = await client.call_tool("list_sources", {})
-    return dict(tools=tools, found=found, answered=answered, refused=refused, page=page, section=section,
-                sources=sources)
+    return dict(
+        tools=tools, found=found, answered=answered, refused=refused, page=page, section=section, sources=sources
+    )
 
 
 def _check_tour(tour: dict, sources: set[str]) -> None:
@@ -106,10 +109,19 @@ def test_tool_errors_are_one_line_and_name_what_to_do(base: str):
             await client.call_tool("read_section", {"id": "alpha:spin.md#99"}),
             await client.call_tool("read_page", {}),
             await client.call_tool("search_docs", {"query": "x", "k": 10_000}),
+            await client.call_tool("search_docs", {"query": "x" * 4_001, "k": "many"}),
+            await client.call_tool("read_page", {"source": "alpha\x00", "path": "spin.md"}),
         ]
 
-    unknown, no_page, no_section, unnamed, too_many = run(session, base)
-    assert all(r.is_error for r in (unknown, no_page, no_section, unnamed, too_many))
+    unknown, no_page, no_section, unnamed, too_many, malformed, nul = run(session, base)
+    everything = (unknown, no_page, no_section, unnamed, too_many, malformed, nul)
+    assert all(r.is_error for r in everything)
+    assert all("\n" not in r.content[0].text for r in everything)
+    assert "k: Input should be less than or equal to 100" in too_many.content[0].text
+    assert "query: " in malformed.content[0].text and "k: " in malformed.content[0].text
+    assert "fix the arguments" in malformed.content[0].text
+    # A NUL is the caller's to remove, not a database fault to retry.
+    assert "NUL" in nul.content[0].text and "database" not in nul.content[0].text
     assert "no source named 'nope'" in unknown.content[0].text
     assert "no page at" in no_page.content[0].text and "search_docs" in no_page.content[0].text
     assert "no section" in no_section.content[0].text

@@ -15,7 +15,7 @@ import psycopg
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from pgcite.access import Caller
 from pgcite.core import Pgcite
@@ -161,10 +161,28 @@ def _listing(sections: list[Section], numbers: list[int] | None = None) -> str:
     return "\n".join(lines)
 
 
+class _OneLineErrors(MCPServer):
+    """The SDK's server, with arguments that fail their schema reported in one line (pydantic's own
+    text takes several, with a link), naming each argument and what it must be."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            wrong = "; ".join(
+                f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
+                for error in exc.__cause__.errors()
+            )
+            cause = exc.__cause__
+            raise ToolError(f"Error executing tool {name}: {wrong}; fix the arguments and call again") from cause
+
+
 def build(core: Pgcite, caller_of: CallerOf) -> MCPServer:
     """The MCP server over `core`; `caller_of` says who is calling (and so what they may read)."""
     # WARNING: the SDK sets up the root logger at this level; its INFO lines would fill the server log.
-    server: MCPServer = MCPServer(
+    server: MCPServer = _OneLineErrors(
         "pgcite", title="pgcite", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING"
     )
 

@@ -48,7 +48,7 @@ class PageOps:
             found = pages_sql.read_page(
                 store.conn,
                 url=_checked(url, "url") if url is not None else None,
-                source=source,
+                source=_checked(source, "source") if source is not None else None,
                 path=_checked(path, "path") if path is not None else None,
                 allowed=allowed,
             )
