@@ -63,9 +63,7 @@ def default_bar(model, tokenizer, work: Path, questions: int = 200) -> tuple[flo
     from pgcite.retrieval.calibration import reader_bar_of
 
     # Questions with an answering section and wrong candidates (not the model's unanswered ones).
-    groups = [
-        g for site in DEV_SITES for g in load_groups(work).get(site, []) if 0 < sum(g["labels"]) < len(g["labels"])
-    ]
+    groups = [g for site in DEV_SITES for g in load_groups(work).get(site, []) if any(g["labels"])]
     groups = random.Random(SEED).sample(groups, min(questions, len(groups)))
     answered, unanswered = [], []
     for g in groups:

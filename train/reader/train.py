@@ -72,7 +72,9 @@ def load_groups(work: Path) -> dict[str, list[dict]]:
                 group["labels"].append(row["label"])
         # A group with one answer is ranked and scored; one with none (a question its section does not
         # answer) is only scored.
-        by_site[file.stem] = [g for g in groups.values() if sum(g["labels"]) == 0 or len(g["labels"]) > 1]
+        by_site[file.stem] = [
+            g for g in groups.values() if sum(g["labels"]) == 0 or (sum(g["labels"]) == 1 and len(g["labels"]) > 1)
+        ]
     return by_site
 
 
@@ -121,12 +123,11 @@ def loss_of(logits, labels, sizes):
 
 @torch.no_grad()
 def evaluate(model, tokenizer, groups: list[dict]) -> dict:
-    """The answering section's rank among its group, and how well scores separate answers from the rest."""
+    """The answering section's rank among its group, and how well scores separate answers from the rest
+    (groups with an answer only)."""
     model.eval()
     first, positives, negatives = 0, [], []
     for g in groups:
-        if not any(g["labels"]):
-            continue
         ids, types, mask = encode(tokenizer, g["question"], g["texts"])
         scores = model(ids, types, mask).numpy()
         labels = np.array(g["labels"])

@@ -169,13 +169,13 @@ class _OneLineErrors(MCPServer):
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
-            if not isinstance(exc.__cause__, ValidationError):
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
                 raise
             wrong = "; ".join(
                 f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
-                for error in exc.__cause__.errors()
+                for error in cause.errors()
             )
-            cause = exc.__cause__
             raise ToolError(f"Error executing tool {name}: {wrong}; fix the arguments and call again") from cause
 
 
