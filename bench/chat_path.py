@@ -57,24 +57,25 @@ def sites() -> list[str]:
     return [s["name"] for s in json.loads((HELDOUT / "sites.json").read_text())]
 
 
-def choose() -> dict:
-    """Each site's sample of its sealed half, by a fixed seed."""
+def choose(half: str = "sealed") -> dict:
+    """Each site's sample of one half, by a fixed seed (the sealed one is committed; the tune one,
+    where fixes are looked for answer by answer, is drawn the same way when asked for)."""
     chosen: dict[str, dict[str, list[str]]] = {}
     for site in sites():
-        questions = load_questions(HELDOUT / f"{site}.sealed.jsonl")
+        questions = load_questions(HELDOUT / f"{site}.{half}.jsonl")
         rng = random.Random(f"{SEED}:{site}")
         chosen[site] = {}
         for kind, count in PER_SITE.items():
             ids = sorted(q.id for q in questions if q.answerable == (kind == "answerable"))
             chosen[site][kind] = sorted(rng.sample(ids, min(count, len(ids))))
-    return {"seed": SEED, "half": "sealed", "sites": chosen}
+    return {"seed": SEED, "half": half, "sites": chosen}
 
 
 def sample_questions(sample: dict) -> dict[str, list[Question]]:
     out = {}
     for site, kinds in sample["sites"].items():
         wanted = {i for ids in kinds.values() for i in ids}
-        out[site] = [q for q in load_questions(HELDOUT / f"{site}.sealed.jsonl") if q.id in wanted]
+        out[site] = [q for q in load_questions(HELDOUT / f"{site}.{sample['half']}.jsonl") if q.id in wanted]
     return out
 
 
@@ -83,11 +84,14 @@ def ask_one(app: Pgcite, generator, site: str, q: Question) -> dict:
     started = time.perf_counter()
     first = None
     answer = None
+    streamed = []  # as the model wrote it: the final text adds the citations pgcite found
     for event in app.ask_stream(
         q.question, filters=SearchFilter(source=site, exclude_flagged=True), generator=generator
     ):
-        if isinstance(event, Delta) and first is None and event.text.strip():
-            first = time.perf_counter() - started
+        if isinstance(event, Delta):
+            streamed.append(event.text)
+            if first is None and event.text.strip():
+                first = time.perf_counter() - started
         if isinstance(event, Answer):
             answer = event
     assert answer is not None
@@ -103,10 +107,15 @@ def ask_one(app: Pgcite, generator, site: str, q: Question) -> dict:
         "exact_refusal": answer.text.strip() == REFUSAL,
         "declines": not answer.refused and bool(DECLINES.search(answer.text)),
         "citations": answer.citations,
+        "written_citations": sorted(
+            {int(n) for m in CITATION.finditer("".join(streamed)) for n in re.split(r"\s*,\s*", m.group(1))}
+        ),
         "invalid_citations_written": answer.checks.invalid_citations,  # removed from the text as it streamed
         "invalid_citations_left": left,
         "uncited": answer.checks.uncited_sentences,
         "unsupported": [u.sentence for u in answer.checks.unsupported],
+        "added_citations": [[a.source, a.sentence] for a in answer.checks.added_citations],
+        "passed": answer.checks.passed,
         "fed": [
             {
                 "n": n,
@@ -166,10 +175,13 @@ def report(name: str, rows: list[dict], questions: dict[str, list[Question]]) ->
         f"answer holds the fact {share(pooled.get('answer_has_fact', []))}",
         f"  of {len(answered)} answers: citing a source not fed, as written "
         f"{sum(bool(r['invalid_citations_written']) for r in answered)}, after the checks "
-        f"{sum(bool(r['invalid_citations_left']) for r in answered)}; with no citation at all "
+        f"{sum(bool(r['invalid_citations_left']) for r in answered)}; with no citation at all, as written "
+        f"{sum(not r.get('written_citations', r['citations']) for r in answered)}, after the checks "
         f"{sum(not r['citations'] for r in answered)}; a sentence the checks find unsupported "
         f"{sum(bool(r['unsupported']) for r in answered)}, uncited {sum(bool(r['uncited']) for r in answered)}; "
         f"declining in other words {sum(r['declines'] for r in answered)}",
+        f"  passed the checks {sum(bool(r.get('passed')) for r in answered)} of {len(answered)}; "
+        f"with a citation pgcite added {sum(bool(r.get('added_citations')) for r in answered)}",
         f"  of {len(refused)} refusals: in the exact sentence {sum(r['exact_refusal'] for r in refused)}",
         f"  first text {spread(first)}; whole answer {spread(total)}",
     ]
@@ -182,6 +194,9 @@ def main() -> int:
     parser.add_argument("--chat-url", default="")
     parser.add_argument("--chat-model", default="")
     parser.add_argument("--only", choices=("extractive", "chat"), help="one generator")
+    parser.add_argument(
+        "--half", choices=("sealed", "tune"), default="sealed", help="tune: the same draw from the tune halves"
+    )
     args = parser.parse_args()
     if args.choose:
         if SAMPLE.is_file():
@@ -190,7 +205,7 @@ def main() -> int:
         return 0
     if not args.work:
         parser.error("--work is required")
-    questions = sample_questions(json.loads(SAMPLE.read_text()))
+    questions = sample_questions(json.loads(SAMPLE.read_text()) if args.half == "sealed" else choose("tune"))
     settings = load_settings()
     with Pgcite(settings) as app:
         generators = {"extractive": ExtractiveGenerator(app.embedder)}

@@ -1,7 +1,7 @@
 """Answer checks: citation filtering, uncited and unsupported claims (real model for the
 semantic half)."""
 
-from pgcite.answer.checks import CitationFilter, check_answer, is_refusal
+from pgcite.answer.checks import AddedCitation, CitationFilter, check_answer, is_refusal, with_added_citations
 from pgcite.vocabulary import Passage, SearchHit
 
 
@@ -42,12 +42,47 @@ def test_checks_report_uncited_unsupported_and_foreign_links(embedder):
               "Support is at https://evil.example/help [1].")
     checks = check_answer(answer, passages, embedder, invalid=[])
     assert checks.uncited_sentences == ["They also come in many bright colours today."]
-    assert [u.sentence for u in checks.unsupported] == [
-        "Widgets were invented in 1850 by a Danish clockmaker .",
-        "Support is at https://evil.example/help .",
+    assert [(u.sentence, u.sources) for u in checks.unsupported] == [
+        ("Widgets were invented in 1850 by a Danish clockmaker .", (2,)),
+        ("They also come in many bright colours today.", ()),  # measured against every source given
+        ("Support is at https://evil.example/help .", (1,)),
     ]
     assert checks.foreign_links == ["https://evil.example/help"]
     assert all(u.support < 0.6 for u in checks.unsupported)
+    assert checks.added_citations == [] and not checks.passed
+    assert "no citation, and no source given supports it (support" in "\n".join(checks.warnings())
+    assert not any(w.startswith("no citation: ") for w in checks.warnings())  # said once
+
+
+def test_an_uncited_claim_a_source_supports_is_cited_for_it(embedder):
+    """What a small chat model does (Qwen2.5-Coder-1.5B on the held-out sites): the right sentence,
+    no number. pgcite cites the source that supports it, where the sentence ends."""
+    passages = [
+        _passage(1, "Run `widget install` on every node. It needs 2 GB of disk."),
+        _passage(2, "Widgets sink in water because they are made of lead."),
+    ]
+    answer = ("Widgets sink in water, since they are made of lead.\n\n"
+              "- Installing needs 2 GB of disk on every node\n"
+              "- Each widget is made of lead, so it does not float [2].\n")
+    checks = check_answer(answer, passages, embedder, invalid=[])
+    assert checks.added_citations == [
+        AddedCitation("Widgets sink in water, since they are made of lead.", 2),
+        AddedCitation("Installing needs 2 GB of disk on every node", 1),
+    ]
+    assert checks.uncited_sentences == [] and checks.unsupported == [] and checks.passed
+    assert with_added_citations(answer, checks) == (
+        "Widgets sink in water, since they are made of lead [2].\n\n"
+        "- Installing needs 2 GB of disk on every node [1]\n"
+        "- Each widget is made of lead, so it does not float [2].\n")
+
+
+def test_a_paraphrase_with_no_citation_is_cited_by_meaning(embedder):
+    passages = [_passage(1, "Run `widget install` on every node."),
+                _passage(2, "Widgets sink in water because they are made of lead.")]
+    answer = "Since lead is their material, widgets do not float."
+    checks = check_answer(answer, passages, embedder, invalid=[])
+    assert checks.added_citations == [AddedCitation(answer, 2)] and checks.passed
+    assert with_added_citations(answer, checks) == "Since lead is their material, widgets do not float [2]."
 
 
 def test_a_paraphrase_is_supported_semantically(embedder):
@@ -77,14 +112,15 @@ def test_list_items_and_table_rows_that_end_with_a_citation_are_cited(embedder):
     assert checks.uncited_sentences == []
 
 
-def test_a_list_item_or_table_row_without_a_citation_is_still_reported(embedder):
+def test_a_list_item_or_table_row_without_a_citation_no_source_supports_is_still_reported(embedder):
     answer = ("- Widgets sink in water because they are made of lead [1]\n"
               "- Widgets also glow softly in the dark at night\n\n"
               "| Option | Meaning |\n|---|---|\n"
               "| `--port` | The port the widget server listens on [2] |\n"
-              "| `--host` | The host name the widget server binds to |\n")
+              "| `--colour` | Paints every widget bright orange before shipping |\n")
     checks = check_answer(answer, _WIDGET_PASSAGES, embedder, invalid=[])
     assert checks.uncited_sentences == [
         "Widgets also glow softly in the dark at night",
-        "`--host` | The host name the widget server binds to",
+        "`--colour` | Paints every widget bright orange before shipping",
     ]
+    assert checks.added_citations == [] and not checks.passed

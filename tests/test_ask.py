@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pgcite.answer.flow import ask
+from pgcite.answer.flow import Answer, ask, ask_stream
 from pgcite.config import Settings
 from pgcite.answer.extractive import ExtractiveGenerator
 from pgcite.answer.generation import ChatGenerator, GenerationError
-from pgcite.vocabulary import REFUSAL
+from pgcite.vocabulary import REFUSAL, Delta
 from pgcite.retrieval.search import names_in
 from pgcite.ingest.flow import ingest, open_location
 from pgcite.store import SearchFilter, Store
@@ -68,7 +68,7 @@ def test_a_well_cited_answer_passes_every_check(widget_store, embedder, fake: Fa
     assert answer.checks.warnings() == []
     assert answer.usage.prompt_tokens and answer.usage.completion_tokens
     prompt = fake.last_chat["messages"][-1]["content"]
-    assert "[1] Installing Widgets > Requirements (https://widgets.dev/install.md#requirements)" in prompt
+    assert "[1] Installing Widgets > Requirements\n" in prompt and "install.md" not in prompt
 
 
 def test_a_citation_naming_no_source_is_removed_and_reported(widget_store, embedder, fake: FakeOpenAI):
@@ -86,7 +86,27 @@ def test_an_uncited_claim_and_an_unsupported_one_are_reported(widget_store, embe
                 "Widgets are waterproof to a depth of 300 metres [1].")
     answer = _ask("What is the default spin rate?", widget_store, embedder, ChatGenerator(fake.chat_settings()))
     assert answer.checks.uncited_sentences == ["Widgets were designed in Norway in 1972."]
-    assert [u.sentence for u in answer.checks.unsupported] == ["Widgets are waterproof to a depth of 300 metres ."]
+    assert [(u.sentence, u.sources) for u in answer.checks.unsupported] == [
+        ("Widgets were designed in Norway in 1972.", ()),
+        ("Widgets are waterproof to a depth of 300 metres .", (1,)),
+    ]
+    assert not answer.checks.passed and answer.text.count("[") == 2  # nothing to cite it for
+
+
+def test_a_small_models_uncited_answer_is_cited_by_pgcite(widget_store, embedder, fake: FakeOpenAI):
+    """Replayed from Qwen2.5-Coder-1.5B on the held-out sites: a right answer with no number at all.
+    It streams as written; the answer given cites the source that supports each sentence."""
+    fake.script(Reply("The default is 40 turns per second. Set the spin_rate setting to control the speed.",
+                      split=5))
+    events = list(ask_stream("What is the default spin rate?", store=widget_store, embedder=embedder,
+                             generator=ChatGenerator(fake.chat_settings())))
+    streamed = "".join(e.text for e in events if isinstance(e, Delta))
+    answer = events[-1]
+    assert isinstance(answer, Answer) and "[" not in streamed
+    spin = next(p.number for p in answer.sources if "spin" in p.hit.content.lower())
+    assert answer.text.startswith(f"The default is 40 turns per second [{spin}].")
+    assert answer.citations and answer.checks.passed and answer.checks.uncited_sentences == []
+    assert [a.source for a in answer.checks.added_citations] == [spin, spin]
 
 
 def test_the_poisoned_chunk_is_excluded_and_a_relayed_link_is_flagged(widget_store, embedder, fake: FakeOpenAI):

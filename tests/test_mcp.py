@@ -16,6 +16,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from pgcite.core import Pgcite
+from pgcite.server.hosts import allowed_hosts
 from pgcite.vocabulary import REFUSAL
 from tests.http_server import call, served
 
@@ -127,6 +128,43 @@ def test_tool_errors_are_one_line_and_name_what_to_do(base: str):
     assert "no section" in no_section.content[0].text
     assert "url, or by its source and path" in unnamed.content[0].text
     assert "\n" not in unknown.content[0].text and "Traceback" not in too_many.content[0].text
+
+
+MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+
+
+def test_a_rebound_host_name_is_refused_on_every_route_in_json(base: str):
+    """DNS rebinding: a page on evil.example, once its name points at 127.0.0.1, sends its own name
+    as Host. A server on loopback answers only to loopback names, on /v1/* as on /mcp."""
+    port = base.rsplit(":", 1)[1]
+    rebound = {"Host": f"rebind.evil.example:{port}"}
+    for method, path, body, extra in [
+        ("GET", "/v1/search?q=spin", None, {}), ("POST", "/v1/ask", {"question": "spin rate?"}, {}),
+        ("GET", "/v1/sources", None, {}), ("GET", "/llms.txt", None, {}), ("GET", "/", None, {}),
+        ("POST", "/mcp", LIST_TOOLS, MCP_ACCEPT),
+    ]:
+        refused = call(base, path, body, method=method, headers={**rebound, **extra})
+        assert refused.status == 421, (path, refused.status)
+        assert refused.body["error"]["type"] == "misdirected_request", path
+        assert "PGCITE_SERVE_HOSTS" in refused.body["error"]["message"]
+    for name in ("localhost", "127.0.0.1"):
+        assert call(base, "/v1/search?q=spin", headers={"Host": f"{name}:{port}"}).status == 200
+    # An MCP request from a page on another host, and one that is not JSON: the API's JSON errors.
+    paged = call(base, "/mcp", LIST_TOOLS, headers={**MCP_ACCEPT, "Origin": "https://evil.example"})
+    assert paged.status == 403 and "from a web page at https://evil.example" in paged.body["error"]["message"]
+    plain = call(base, "/mcp", b'{"jsonrpc": "2.0"}', headers={**MCP_ACCEPT, "Content-Type": "text/plain"})
+    assert plain.status == 415 and "send it as application/json" in plain.body["error"]["message"]
+    local = call(base, "/mcp", LIST_TOOLS, headers={**MCP_ACCEPT, "Origin": f"http://localhost:{port}"})
+    assert local.status == 200
+
+
+def test_the_host_names_a_server_answers_to():
+    assert allowed_hosts("127.0.0.1", "") == {"127.0.0.1", "localhost", "::1"}
+    assert allowed_hosts("::1", "docs.internal, [fd00::1]") == {"127.0.0.1", "localhost", "::1", "docs.internal",
+                                                                 "fd00::1"}
+    assert allowed_hosts("0.0.0.0", "") is None  # on a network address the keys are the guard
+    assert allowed_hosts("0.0.0.0", "answers.example.com") == {"answers.example.com", "0.0.0.0"}
 
 
 @pytest.fixture(scope="module")

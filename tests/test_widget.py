@@ -189,6 +189,44 @@ def test_other_keys_are_refused_from_a_page(site, base: str, core: Pgcite):
         core.revoke_key("server-side")
 
 
+# Every route a key opens, read and write, as (method, path, body).
+KEYED_ROUTES = [
+    ("GET", "/v1/sources", None), ("GET", "/v1/search?q=rotate", None), ("POST", "/v1/ask", {"question": ROTATE}),
+    ("GET", "/v1/models", None),
+    ("POST", "/v1/chat/completions", {"model": "pgcite", "messages": [{"role": "user", "content": ROTATE}]}),
+    ("GET", "/llms.txt", None), ("GET", "/guide/llms.txt", None), ("GET", "/guide/llms-full.txt", None),
+    ("GET", "/v1/answers/00000000-0000-0000-0000-000000000000", None),
+    ("GET", "/v1/log", None), ("GET", "/v1/gaps", None), ("POST", "/v1/sources/guide/sync", b""),
+    ("GET", "/v1/jobs/00000000-0000-0000-0000-000000000000", None), ("DELETE", "/v1/sources/nothing-here", None),
+    ("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+]
+
+
+def test_a_browser_key_is_for_pages_and_other_keys_are_not(site, base: str, core: Pgcite):
+    """The rule of docs/widget.md on every route: a browser key works only sent from its pages (plain
+    curl sends no Origin); an admin or reader key sent from a page is refused, writes included."""
+    origin, browser_key, _ = site
+    admin = core.create_key("ops", admin=True)
+    try:
+        mcp = {"Accept": "application/json, text/event-stream"}
+        for method, path, body in KEYED_ROUTES:
+            extra = mcp if path == "/mcp" else {}
+            alone = call(base, path, body, key=browser_key, method=method, headers=extra)
+            assert alone.status == 403, (path, alone.status)
+            why = alone.body["error"]["message"]
+            assert "is a browser key: only the web pages it was made for" in why or "may only read" in why, path
+            paged = call(base, path, body, key=admin, method=method, headers={"Origin": origin, **extra})
+            assert paged.status == 403, (path, paged.status)
+            assert "may not be used from a web page" in paged.body["error"]["message"], path
+        # Where each belongs, they still work.
+        assert call(base, "/v1/search?q=rotate", key=browser_key, headers={"Origin": origin}).status == 200
+        assert call(base, "/v1/log", key=admin).status == 200
+        assert call(base, "/v1/sources/guide/sync", b"", key=browser_key, method="POST",
+                    headers={"Origin": origin}).status == 403  # and a browser key never writes
+    finally:
+        core.revoke_key("ops")
+
+
 def test_the_shortcut_leaves_ctrl_k_to_the_site_and_focus_returns(browser, site):
     origin, _, _ = site
     with opened(browser, origin) as page:

@@ -1,8 +1,9 @@
 """Who may read what over HTTP. Reads are open until some read key exists, then need a key; a key
 scoped to sources reads only those; writes need an admin key and are off until one exists; an
 admin key scoped to sources administers only those (and reads only their answer log).
-A web page on another origin may use only a browser key made for that origin (`--origins`): such
-a key sits in the page's source for anyone to read, so it only ever reads, within its scope.
+A browser key (`--origins`) is for web pages and nothing else: it sits in a page's source for anyone
+to read, so it only ever reads, within its scope, and only from the pages it names. Any other key
+sent from a web page on another origin is refused, on every route: a page's key is public.
 Keys are random (256 bits) and only their SHA-256 is stored, so a database dump reveals none."""
 
 from __future__ import annotations
@@ -69,13 +70,17 @@ def check_origins(origins: Sequence[str]) -> tuple[str, ...]:
     return tuple(checked)
 
 
+def _not_from_a_page(key: ApiKey, origin: str) -> PgciteError:
+    return PgciteError(
+        f"the key {key.name!r} may not be used from a web page ({origin}): a page's key is public; "
+        "create a browser key for it with `pgcite keys create NAME --origins ORIGIN`",
+        kind="forbidden",
+    )
+
+
 def _from_page(key: ApiKey, origin: str) -> Caller:
     if key.origins is None:
-        raise PgciteError(
-            f"the key {key.name!r} may not be used from a web page ({origin}): a page's key is public; "
-            "create a browser key for it with `pgcite keys create NAME --origins ORIGIN`",
-            kind="forbidden",
-        )
+        raise _not_from_a_page(key, origin)
     if origin not in key.origins:
         raise PgciteError(f"the key {key.name!r} is not valid on {origin}", kind="forbidden")
     return Caller(key.name, key.sources, browser=True)
@@ -86,7 +91,13 @@ def reader(policy: KeyPolicy, presented: bool, origin: str | None = None) -> Cal
     if policy.key is not None:
         if origin is not None:
             return _from_page(policy.key, origin)
-        return Caller(policy.key.name, policy.key.sources, policy.key.admin, browser=policy.key.origins is not None)
+        if policy.key.origins is not None:
+            raise PgciteError(
+                f"the key {policy.key.name!r} is a browser key: only the web pages it was made for may use it "
+                f"({', '.join(policy.key.origins)}); a program needs a key of its own (`pgcite keys create NAME`)",
+                kind="forbidden",
+            )
+        return Caller(policy.key.name, policy.key.sources, policy.key.admin)
     if policy.reads_need_key:
         if presented:
             raise _unauthorized("the API key is not valid (unknown or revoked); ask for a new one")
@@ -95,8 +106,9 @@ def reader(policy: KeyPolicy, presented: bool, origin: str | None = None) -> Cal
     return Caller(None, None)
 
 
-def writer(policy: KeyPolicy, presented: bool) -> Caller:
-    """The caller of a write (ingest, removal), or why it may not write."""
+def writer(policy: KeyPolicy, presented: bool, origin: str | None = None) -> Caller:
+    """The caller of a write (ingest, removal), or why it may not write; `origin`: the web page's,
+    when another site's (no key may write from one)."""
     if not policy.writes_on:
         raise PgciteError(
             "writes are off on this server: no admin key exists; create one with `pgcite keys create NAME --admin`",
@@ -108,6 +120,8 @@ def writer(policy: KeyPolicy, presented: bool) -> Caller:
             if not presented
             else "the API key is not valid (unknown or revoked)"
         )
+    if origin is not None and policy.key.origins is None:
+        raise _not_from_a_page(policy.key, origin)
     if not policy.key.admin:
         raise PgciteError(f"the key {policy.key.name!r} may only read; this needs an admin key", kind="forbidden")
     return Caller(policy.key.name, policy.key.sources, True)
@@ -163,7 +177,7 @@ class KeyOps:
         with self.reader() as store:
             policy = key_rows.key_policy(store, hash_key(key) if key else None)
         if write:
-            return writer(policy, key is not None)
+            return writer(policy, key is not None, origin)
         return reader(policy, key is not None, origin)
 
     def origin_has_key(self, origin: str) -> bool:

@@ -98,6 +98,9 @@ class Settings:
     serve_rate_limit: int = 0
     serve_max_request_bytes: int = 1_000_000
     serve_max_upload_bytes: int = 200_000_000
+    # Host names the server answers to besides its bind address (comma-separated): on loopback it
+    # answers only to loopback names and these, elsewhere only to these when any are set (DNS rebinding).
+    serve_hosts: str = ""
     # The secret git hosts sign push webhooks with (POST /v1/sources/NAME/webhook); none: webhooks are off.
     webhook_secret: str = ""
     # Seconds a running ingest or sync job stays its server's without a renewal (renewed every sixth of

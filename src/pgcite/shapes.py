@@ -47,7 +47,7 @@ def answer(a: Answer) -> dict:
         "citations": a.citations,
         "sources": [passage(p) for p in a.sources],
         "dropped": [dropped(d) for d in a.dropped],
-        "checks": dataclasses.asdict(a.checks),
+        "checks": a.checks.as_json(),
         "usage": dataclasses.asdict(a.usage),
         "note": a.note,
     }

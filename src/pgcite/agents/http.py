@@ -2,7 +2,8 @@
 
 Stateless (no session is kept between requests), so any replica behind a load balancer answers any
 request. The bearer key is checked before the SDK sees the request, exactly as on `/v1/*`: its
-refusals are the API's JSON errors, and the tools read the caller's scope from the request."""
+refusals are the API's JSON errors, and the tools read the caller's scope from the request. Host
+and Origin are the server's own guard's (server/hosts.py), on every route alike."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ from starlette.types import Receive, Scope, Send
 from pgcite.access import Caller
 from pgcite.agents.tools import build
 from pgcite.core import Pgcite
+from pgcite.errors import PgciteError
 
 PATH = "/mcp"
 _CALLER = "pgcite.caller"  # the ASGI scope key the checked caller travels under
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def caller_of(ctx: Context) -> Caller:
@@ -41,15 +42,20 @@ class Endpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # A refusal raises PgciteError here, before any response: the app's handler answers it.
-        scope[_CALLER] = await anyio.to_thread.run_sync(self.authorize, Request(scope))
+        request = Request(scope)
+        scope[_CALLER] = await anyio.to_thread.run_sync(self.authorize, request)
+        kind = request.headers.get("content-type", "")
+        if request.method == "POST" and not kind.lower().startswith("application/json"):
+            raise PgciteError(
+                f"an MCP message is JSON: send it as application/json (got {kind or 'no type'!r})",
+                kind="unsupported_media_type",
+            )
         await self.sessions.handle_request(scope, receive, send)
 
 
-def streamable(core: Pgcite, host: str) -> MCPServer:
-    """The server for HTTP; on a loopback address the SDK also refuses other Host and Origin
-    headers (DNS rebinding), elsewhere the keys are the guard."""
+def streamable(core: Pgcite) -> MCPServer:
+    """The server for HTTP. The SDK's own Host and Origin check is left off (its refusals are plain
+    text): the app's guard does the same for every route, in JSON."""
     server = build(core, caller_of)
-    server.streamable_http_app(
-        streamable_http_path=PATH, stateless_http=True, host=host if host in _LOOPBACK else "0.0.0.0"
-    )
+    server.streamable_http_app(streamable_http_path=PATH, stateless_http=True, host="0.0.0.0")
     return server

@@ -2,18 +2,20 @@
 - citation numbers that name no fed source are removed from the text as it streams, and reported;
 - sentences, list items and table rows that carry no citation are reported (an item or a row
   is one unit: a citation at its end covers it);
-- each cited sentence is compared with the sources it cites: its support is the share of its
-  content words found in them, or, when that is low, the best cosine similarity between the
-  sentence and one of their sentences; below SEMANTIC_SUPPORT it is reported as unsupported;
+- each cited sentence is compared with the sources it cites, and each uncited one with every
+  source given: its support is the share of its content words found in one of them, or, when
+  that is low, the best cosine similarity between the sentence and one of their sentences; below
+  SEMANTIC_SUPPORT it is reported as unsupported;
 - links and e-mail addresses that appear in no fed source are reported (a poisoned page's way
   of sending readers elsewhere), and so are those found in a source but on a site other than the
-  docs' own (the fed sources' base URLs and the allowed hosts)."""
+  docs' own (the fed sources' base URLs and the allowed hosts).
+An answer passes when none but the last is reported (Checks.passed)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from markdown_it import MarkdownIt
@@ -45,21 +47,47 @@ class Unsupported:
     support: float
 
 
+@dataclass(frozen=True)
+class AddedCitation:
+    """An uncited claim one source given supports: pgcite cites that source for it."""
+
+    sentence: str
+    source: int
+
+
 @dataclass
 class Checks:
     invalid_citations: list[int] = field(default_factory=list)
-    uncited_sentences: list[str] = field(default_factory=list)
+    uncited_sentences: list[str] = field(default_factory=list)  # left with none (pgcite adds the ones it can)
+    added_citations: list[AddedCitation] = field(default_factory=list)
     unsupported: list[Unsupported] = field(default_factory=list)
     foreign_links: list[str] = field(default_factory=list)
     offsite_links: list[str] = field(default_factory=list)
 
+    @property
+    def passed(self) -> bool:
+        """Every claim cites a source given that supports it, and no link is invented. (A link to
+        another site that a source holds is only a caution: the docs themselves give it.)"""
+        return not (self.invalid_citations or self.uncited_sentences or self.unsupported or self.foreign_links)
+
+    def as_json(self) -> dict:
+        return dict(asdict(self), passed=self.passed)
+
     def warnings(self) -> list[str]:
         lines = [f"removed citation [{n}]: there is no source {n}" for n in self.invalid_citations]
-        lines += [f"no citation: {s!r}" for s in self.uncited_sentences]
+        nowhere = {u.sentence for u in self.unsupported if not u.sources}  # said once, below
+        lines += [f"no citation: {s!r}" for s in self.uncited_sentences if s not in nowhere]
         lines += [
-            f"not supported by {''.join(f'[{n}]' for n in u.sources)} (support {u.support:.2f}): {u.sentence!r}"
-            for u in self.unsupported
+            f"no citation, so pgcite cites [{a.source}], which supports it: {a.sentence!r}"
+            for a in self.added_citations
         ]
+        for u in self.unsupported:
+            by = (
+                f"not supported by {''.join(f'[{n}]' for n in u.sources)}"
+                if u.sources
+                else "no citation, and no source given supports it"
+            )
+            lines.append(f"{by} (support {u.support:.2f}): {u.sentence!r}")
         lines += [f"link not found in any source (do not trust it): {x}" for x in self.foreign_links]
         lines += [
             f"link to another site than the docs' own (check it before you follow it): {x}" for x in self.offsite_links
@@ -182,46 +210,100 @@ def check_answer(
 ) -> Checks:
     checks = Checks(invalid_citations=list(invalid))
     by_number = {p.number: p for p in passages}
-    semantic_queue: list[tuple[str, tuple[int, ...], float]] = []
+    # (sentence, the sources it is measured against, lexical support by each, cited): a cited
+    # sentence against its cited sources together; an uncited one against each source given, so
+    # that the one supporting it can be cited for it (small models often leave the number out).
+    queue: list[tuple[str, tuple[int, ...], float, bool]] = []
+    uncited: list[tuple[str, int]] = []  # (sentence, the source that supports it)
     for sentence in _claims(text):
         if not _is_claim(sentence):
             continue
-        cited = tuple(
-            sorted(
-                {int(n) for m in CITATION.finditer(sentence) for n in re.split(r"\s*,\s*", m.group(1))} & set(by_number)
-            )
-        )
-        if not cited:
-            checks.uncited_sentences.append(CITATION.sub("", sentence).strip())
+        numbers = {int(n) for m in CITATION.finditer(sentence) for n in re.split(r"\s*,\s*", m.group(1))}
+        cited = tuple(sorted(numbers & set(by_number)))
+        plain = CITATION.sub("", sentence).strip()
+        words = _content_words(plain)
+        if cited:
+            lexical = _lexical(words, [by_number[n] for n in cited])
+            if lexical < LEXICAL_SUPPORT:
+                queue.append((plain, cited, lexical, True))
             continue
-        words = _content_words(CITATION.sub("", sentence))
-        source_words = set().union(
-            *(_content_words(by_number[n].hit.breadcrumb + " " + by_number[n].hit.content) for n in cited)
+        best, lexical = max(
+            ((n, _lexical(words, [by_number[n]])) for n in by_number), key=lambda x: x[1], default=(0, 0.0)
         )
-        lexical = len(words & source_words) / len(words) if words else 1.0
-        if lexical < LEXICAL_SUPPORT:
-            semantic_queue.append((sentence, cited, lexical))
-    if semantic_queue:
-        claims = [CITATION.sub("", s).strip() for s, _, _ in semantic_queue]
+        if lexical >= LEXICAL_SUPPORT:
+            uncited.append((plain, best))
+        else:
+            queue.append((plain, tuple(by_number), lexical, False))
+    if queue:
         source_sentences = {
             n: [s for s in _claims(by_number[n].hit.content) if len(s.split()) >= 3] or [by_number[n].hit.content]
-            for _, cited, _ in semantic_queue
-            for n in cited
+            for _, against, _, _ in queue
+            for n in against
         }
         flat = [(n, s) for n, sentences in source_sentences.items() for s in sentences]
-        vectors = embedder.embed_documents(claims + [s for _, s in flat])
-        claim_vectors, sentence_vectors = vectors[: len(claims)], vectors[len(claims) :]
-        for (sentence, cited, lexical), claim_vector in zip(semantic_queue, claim_vectors, strict=True):
-            rows = [i for i, (n, _) in enumerate(flat) if n in cited]
-            semantic = float(np.max(sentence_vectors[rows] @ claim_vector)) if rows else 0.0
-            if semantic < SEMANTIC_SUPPORT:
-                checks.unsupported.append(
-                    Unsupported(CITATION.sub("", sentence).strip(), cited, round(max(lexical, semantic), 3))
-                )
+        vectors = embedder.embed_documents([s for s, _, _, _ in queue] + [s for _, s in flat])
+        claim_vectors, sentence_vectors = vectors[: len(queue)], vectors[len(queue) :]
+        for (plain, against, lexical, was_cited), claim_vector in zip(queue, claim_vectors, strict=True):
+            rows = [i for i, (n, _) in enumerate(flat) if n in against]
+            similarity = sentence_vectors[rows] @ claim_vector if rows else np.zeros(1)
+            semantic = float(np.max(similarity))
+            if semantic >= SEMANTIC_SUPPORT:
+                if not was_cited:
+                    uncited.append((plain, flat[rows[int(np.argmax(similarity))]][0]))
+                continue
+            checks.unsupported.append(
+                Unsupported(plain, against if was_cited else (), round(max(lexical, semantic), 3))
+            )
+            if not was_cited:
+                checks.uncited_sentences.append(plain)
+    cursor = 0
+    for plain, source in sorted(uncited, key=lambda x: _end_of(text, x[0]) or 0):
+        at = _end_of(text, plain, cursor)
+        if at is None:  # not found as written (it cannot be marked): reported instead
+            checks.uncited_sentences.append(plain)
+        else:
+            checks.added_citations.append(AddedCitation(plain, source))
+            cursor = at
     checks.foreign_links = foreign_links(text, [f"{p.hit.url}\n{p.hit.content}" for p in passages])
     own = own_sites([p.hit.url for p in passages], allowed_hosts)
     checks.offsite_links = [x for x in offsite_links(text, own) if x not in checks.foreign_links]
     return checks
+
+
+def _end_of(text: str, claim: str, start: int = 0) -> int | None:
+    """Where a claim ends in the answer's text (before its closing punctuation), from `start`."""
+    words = claim.split()[-8:]
+    if not words:
+        return None
+    pattern = r"\s+".join(re.escape(w) for w in words)
+    match = re.compile(pattern).search(text, start)
+    if match is None:
+        return None
+    end = match.end()
+    while end > match.start() and text[end - 1] in ".!?;:":
+        end -= 1
+    return end
+
+
+def with_added_citations(text: str, checks: Checks) -> str:
+    """The answer with the citations the checks found for its uncited claims, each written as
+    ` [n]` where its claim ends."""
+    cursor, out = 0, []
+    for added in checks.added_citations:
+        at = _end_of(text, added.sentence, cursor)
+        if at is None:
+            continue
+        out += [text[cursor:at], f" [{added.source}]"]
+        cursor = at
+    return "".join(out) + text[cursor:]
+
+
+def _lexical(words: set[str], sources: Sequence[Passage]) -> float:
+    """The share of a sentence's content words that the sources hold (heading path included)."""
+    if not words:
+        return 1.0
+    held = set().union(*(_content_words(p.hit.breadcrumb + " " + p.hit.content) for p in sources))
+    return len(words & held) / len(words)
 
 
 def is_refusal(text: str) -> bool:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pgcite.answer.checks import CITATION, Checks, CitationFilter, check_answer, is_refusal
+from pgcite.answer.checks import CITATION, Checks, CitationFilter, check_answer, is_refusal, with_added_citations
 from pgcite.answer.generation import Generator
 from pgcite.config import DEFAULT_SEARCH_MODE
 from pgcite.embedding.models import Embedder
@@ -124,11 +124,12 @@ def ask_stream(
         yield Delta(tail)
     text = "".join(pieces).strip()
     refused = is_refusal(text)
-    checks = (
-        Checks(invalid_citations=citations.invalid)
-        if refused
-        else check_answer(text, selected.passages, embedder, citations.invalid, allowed_hosts)
-    )
+    if refused:
+        checks = Checks(invalid_citations=citations.invalid)
+    else:
+        checks = check_answer(text, selected.passages, embedder, citations.invalid, allowed_hosts)
+        # The answer as given: streamed as written, then whole with the citations pgcite added.
+        text = with_added_citations(text, checks)
     used = sorted({int(n) for m in CITATION.finditer(text) for n in re.split(r"\s*,\s*", m.group(1))})
     yield Answer(
         question,

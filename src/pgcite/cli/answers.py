@@ -145,4 +145,10 @@ def ask(
         )
     for warning in answer.checks.warnings():
         out.print(f"[yellow]check:[/] {escape(warning)}")
+    if not answer.refused:
+        out.print(
+            "[green]checks passed:[/] every claim cites a source that supports it"
+            if answer.checks.passed
+            else "[yellow]checks not passed:[/] read the sources before you rely on this answer"
+        )
     out.print(f"[dim]answered by {escape(answer.generator)}[/]")

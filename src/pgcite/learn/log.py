@@ -1,6 +1,7 @@
 """The answer log: every answer, with what it was built from, written to PostgreSQL by one
-background thread on a connection of its own. An answer never waits for the log and never fails
-with it: when the queue is full or the database refuses, the row is counted as dropped instead."""
+background thread on a connection of its own. An answer never fails with the log: when the queue is
+full or the database refuses, the row is counted as dropped instead. Only the answer's id waits for
+its row (a moment, at most WAIT_SECONDS), so that no answer gives an id that nothing can reopen."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from pgcite.answer.flow import Answer
@@ -71,7 +72,7 @@ def _row(
 
 
 def entry_of(answer: Answer, origin: Origin, filters: SearchFilter, seconds: float) -> LogEntry:
-    """The log row of a finished answer, with a new id (also set on the answer)."""
+    """The log row of a finished answer, with a new id (the answer's once the row is written)."""
     cited = set(answer.citations)
     retrieved = [_section(p.hit, p.number, p.number in cited) for p in answer.sources] + [
         _section(d.hit, None, False, d.reason) for d in answer.dropped
@@ -84,11 +85,10 @@ def entry_of(answer: Answer, origin: Origin, filters: SearchFilter, seconds: flo
         retrieved,
         answer=answer.text,
         refused=answer.refused,
-        checks=asdict(answer.checks),
+        checks=answer.checks.as_json(),
         generator=answer.generator,
         note=answer.note,
     )
-    answer.id = entry.id
     return entry
 
 
@@ -118,6 +118,7 @@ class AnswerLog:
     QUEUE_SIZE = 1000  # answers waiting to be written; more are dropped (and counted)
     BATCH = 100
     PRUNE_EVERY = 3600.0  # seconds between deletions of rows past the retention
+    WAIT_SECONDS = 2.0  # the longest an answer waits for its row before it goes without an id
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
@@ -126,16 +127,46 @@ class AnswerLog:
         self._lock = threading.Lock()
         self.dropped = 0  # answers not logged: the queue was full or the database failed
         self.last_error = ""
+        self._awaited: dict[str, tuple[threading.Event, list[bool]]] = {}  # id: (settled, [written])
 
     def record(self, entry: LogEntry) -> None:
+        """Queue a row to be written, and go on."""
+        self._put(entry)
+
+    def written(self, entry: LogEntry) -> str:
+        """Queue a row and wait for it: "" once it is written, else why it was not (the database
+        failed, the queue was full, or it took longer than WAIT_SECONDS; the row may still come)."""
+        settled, outcome = threading.Event(), [False]
+        with self._lock:
+            self._awaited[entry.id] = (settled, outcome)
+        try:
+            if not self._put(entry):
+                return self.last_error
+            if not settled.wait(self.WAIT_SECONDS):
+                return f"the answer log did not write it within {self.WAIT_SECONDS:g} s"
+            return "" if outcome[0] else self.last_error
+        finally:
+            with self._lock:
+                self._awaited.pop(entry.id, None)
+
+    def _put(self, entry: LogEntry) -> bool:
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="pgcite-answer-log", daemon=True)
                 self._thread.start()
         try:
             self._queue.put_nowait(entry)
+            return True
         except queue.Full:
             self._drop(1, "more answers waiting than the queue holds")
+            return False
+
+    def _settle(self, entries: list[LogEntry], written: bool) -> None:
+        with self._lock:
+            for entry in entries:
+                if awaited := self._awaited.get(entry.id):
+                    awaited[1][0] = written
+                    awaited[0].set()
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until every recorded answer is written (or dropped); False on timeout."""
@@ -185,8 +216,10 @@ class AnswerLog:
                         log_rows.prune(store, self._settings.answer_log_days)
                         next_prune = time.monotonic() + self.PRUNE_EVERY
                     log_rows.insert(store, entries)
+                self._settle(entries, True)
             except Exception as exc:  # noqa: BLE001 -- the log must never take the server down with it
                 self._drop(len(entries), first_line(exc))
+                self._settle(entries, False)
                 if store is not None:
                     store.close()
                 store = None

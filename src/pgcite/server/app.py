@@ -34,6 +34,7 @@ from pgcite.server import webhooks
 from pgcite.server.admin import add_admin_routes
 from pgcite.server.chat import add_chat_routes, is_follow_up
 from pgcite.server.cors import BrowserOrigins, page_origin
+from pgcite.server.hosts import HostGuard, allowed_hosts
 from pgcite.server.inputs import NulGuard
 from pgcite.server.jobs import Jobs
 from pgcite.server.limits import BodyLimit, RateLimit, RateLimited
@@ -81,13 +82,13 @@ class AskRequest(BaseModel):
 
 
 def create_app(core: Pgcite, *, host: str = "127.0.0.1", owned: bool = False) -> FastAPI:
-    """The app; `host`: the address it is served on (on loopback, /mcp also checks Host and Origin);
+    """The app; `host`: the address it is served on (on loopback it answers only to loopback names);
     owned: the app closes `core` when it stops (a worker's)."""
     jobs = Jobs(core)
     limit = RateLimit(core.settings.serve_rate_limit, core.settings)
     # An outage is one line of ours (store/health.py), not the pool's warning at every reconnect attempt.
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
-    mcp = agents_http.streamable(core, host)
+    mcp = agents_http.streamable(core)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -106,6 +107,8 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1", owned: bool = False) ->
         limit=core.settings.serve_max_request_bytes,
         larger={"/ingest": core.settings.serve_max_upload_bytes, "/webhook": webhooks.MAX_BYTES},
     )
+    # Outermost: a request to a name that is not this server's gets no further (DNS rebinding).
+    app.add_middleware(HostGuard, hosts=allowed_hosts(host, core.settings.serve_hosts), mcp_path=agents_http.PATH)
 
     @app.exception_handler(PgciteError)
     async def _pgcite_error(request: Request, exc: PgciteError) -> JSONResponse:

@@ -330,10 +330,14 @@
       closestMatches(turn, answer);
     } else {
       const checks = answer.checks || {};
+      // An uncited claim no source supports is in both lists: marked once, as unsupported.
+      const nowhere = new Set((checks.unsupported || []).filter((u) => !(u.sources || []).length).map((u) => u.sentence));
       const marks = [
-        ...(checks.uncited_sentences || []).map((s) => ({ sentence: s, note: "No citation for this sentence" })),
+        ...(checks.uncited_sentences || []).filter((s) => !nowhere.has(s))
+          .map((s) => ({ sentence: s, note: "No citation for this sentence" })),
         ...(checks.unsupported || []).map((u) => ({ sentence: u.sentence,
-          note: `Not supported by ${(u.sources || []).map((n) => `[${n}]`).join("")} (support ${Number(u.support).toFixed(2)})` })),
+          note: `${(u.sources || []).length ? `Not supported by ${u.sources.map((n) => `[${n}]`).join("")}`
+            : "No citation, and no source supports it"} (support ${Number(u.support).toFixed(2)})` })),
       ];
       renderAnswer(turn, answer.answer, marks);
       const warnings = [
