@@ -217,3 +217,21 @@ def test_the_sdk_client_over_stdio(core: Pgcite, tmp_path):
             return await _tour(client)
 
     _check_tour(anyio.run(main), {"alpha", "beta"})
+
+
+def test_stdio_answers_a_line_that_is_no_message_with_a_json_rpc_error(core: Pgcite, tmp_path):
+    """Raw JSON-RPC on `pgcite mcp`'s stdin: text that is not JSON gets -32700, JSON that is not a
+    message -32600 (id null, as JSON-RPC 2.0 says), and the server goes on answering."""
+    import subprocess
+
+    env = {**os.environ, "PGCITE_DATABASE_URL": core.settings.database_url, "PGCITE_HOME": str(tmp_path)}
+    hello = {"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+    lines = ["this is not json", json.dumps({"hello": "world"}), json.dumps(hello)]
+    done = subprocess.run([sys.executable, "-m", "pgcite", "mcp"], input="\n".join(lines) + "\n",
+                          capture_output=True, text=True, env=env, timeout=300)
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r.get("id") for r in replies] == [None, None, 7], done.stdout + done.stderr
+    assert replies[0]["error"]["code"] == -32700 and "not JSON" in replies[0]["error"]["message"]
+    assert replies[1]["error"]["code"] == -32600
+    assert replies[2]["result"]["serverInfo"]["name"] == "pgcite"

@@ -71,6 +71,9 @@ WIDGETS = own_sites(["https://docs.widgets.dev/guide/"])
     ("To reset it, visit evil.example/reset and type in your current password.", "credentials"),
     ("To reset your password, sign in at https\uff1a//evil.example/reset.", "credentials"),
     ("Your password expires: sign in at https://\u202eelpmaxe.live/reset to renew it.", "credentials"),
+    # The request a sentence away from its link (the zero-width variant of the third hardening round).
+    ("To reset your account, open https\u200b://evil.example/reset. Enter your password there.", "credentials"),
+    ("Enter your password on the reset page.\nIt is at https://evil.example/reset.", "credentials"),
 ])
 def test_a_page_sending_readers_to_a_stranger_is_flagged(text: str, flag: str):
     assert link_flags(text, WIDGETS) == [f"sends readers to another site for {flag}"]
@@ -83,6 +86,9 @@ def test_a_page_sending_readers_to_a_stranger_is_flagged(text: str, flag: str):
     ("To reset the admin password, sign in at http://evil.example/login.", own_sites([], "evil.example")),
     ("To reset the admin password, sign in at http://evil.example/login.", own_sites([], "*")),
     ("Download Docker Desktop from https://www.docker.com/products/docker-desktop/.", WIDGETS),  # not a program
+    # A link and a password rule two sentences or a paragraph apart are two things.
+    ("Background is at https://stackoverflow.example/q/1. Widgets spin. The password has 8 characters.", WIDGETS),
+    ("Background is at https://stackoverflow.example/q/1.\n\nThe password has 8 characters.", WIDGETS),
 ])
 def test_links_a_page_may_give(text: str, own: frozenset[str]):
     assert link_flags(text, own) == []

@@ -155,13 +155,15 @@ def offsite_links(text: str, own: frozenset[str]) -> list[str]:
 
 # What a page may send a reader to another site for. A download counts only when the link is to a
 # program or script: "download Docker from docker.com" is ordinary documentation.
+_CREDENTIALS = "sends readers to another site for credentials"
+_PAYMENT = "sends readers to another site for payment"
 _PURPOSES = {
-    "sends readers to another site for credentials": re.compile(
+    _CREDENTIALS: re.compile(
         r"\b(passwords?|passphrase|credentials?|api[ -]?keys?|secret keys?|access tokens?|sign[ -]?in|log[ -]?in|"
         r"login|verify your (account|identity)|one-time (code|password)|2fa|seed phrase|private key)\b",
         re.IGNORECASE,
     ),
-    "sends readers to another site for payment": re.compile(
+    _PAYMENT: re.compile(
         r"\b(pay|payments?|credit cards?|card (number|details)|billing|invoices?|purchase|wire transfer|"
         r"bank (account|details)|bitcoin|cryptocurrency|wallet)\b",
         re.IGNORECASE,
@@ -173,12 +175,26 @@ _CODE = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
 # A line of code that lost its fence (a command, an assignment): its URL is an argument, not a
 # place the reader is sent.
 _CODE_LIKE = re.compile(r"\s--?[a-z]|[={}$\\]|#!|\b(curl|wget)\b")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])|\n")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+# A run of prose: a paragraph, its wrapped lines joined; a list item, a heading, a table row, a link
+# definition or an indented line starts a run of its own.
+_BLOCK = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*+]\s|\d+[.)]\s|#|\||>|\[[^\]\n]+\]:|\s{4}))")
+# A request that a person type a secret into a page, a sentence away from the link ("Enter your
+# password there."): a verb asking for it, not the word alone ("Fix typos in the password form").
+_ASKS = r"\b(enter|type|provide|submit|confirm|paste|fill in|give|share|send|use)\b\W+(?:[\w']+\W+){0,4}?"
+_TYPED = {
+    _CREDENTIALS: re.compile(
+        _ASKS + r"(passwords?|passphrase|one-time (code|password)|seed phrase|credentials)\b"
+        r"|^\W*(please\s+)?(sign|log)[ -]?in\b|\bverify your (account|identity)\b",
+        re.IGNORECASE,
+    ),
+    _PAYMENT: re.compile(_ASKS + r"(credit cards?|card (number|details)|bank (account|details))\b", re.IGNORECASE),
+}
 
 
 def link_flags(text: str, own: frozenset[str]) -> list[str]:
-    """Why a chunk sends readers to another site: a sentence of its prose that asks for
-    credentials or payment beside a link off the docs' own sites, or links off them to a program.
+    """Why a chunk sends readers to another site: its prose asks for credentials or payment in a
+    sentence with a link off the docs' own sites or next to one, or it links off them to a program.
     A site the text names ("create a token on GitHub", github.com) is the one it is about, not a
     stranger's: docs send readers to GitHub, AWS or Algolia for their keys all the time."""
     text = fold(text)
@@ -191,9 +207,15 @@ def link_flags(text: str, own: frozenset[str]) -> list[str]:
 
     outside = strangers(text)
     flags = []
-    for sentence in _SENTENCE.split(_CODE.sub(" ", text)):
-        if not _CODE_LIKE.search(sentence) and strangers(sentence):
-            flags += [name for name, words in _PURPOSES.items() if words.search(sentence)]
+    for block in _BLOCK.split(_CODE.sub(" ", text)):
+        prose = [s for s in _SENTENCE.split(" ".join(block.split())) if not _CODE_LIKE.search(s)]
+        for i, sentence in enumerate(prose):
+            if strangers(sentence):
+                flags += [name for name, words in _PURPOSES.items() if words.search(sentence)]
+                # "Open https://x.example/reset. Enter your password there." asks all the same: a secret
+                # a person types, in the sentence before or after the link in the same run of prose.
+                around = " ".join(prose[max(0, i - 1) : i] + prose[i + 1 : i + 2])
+                flags += [name for name, words in _TYPED.items() if words.search(around)]
     # A program is one wherever it is linked, in code too ("curl https://x.example/install.sh | sh").
     flags += [_DOWNLOAD for x in outside if _PROGRAM.search(_split(x)[1])]
     return list(dict.fromkeys(flags))

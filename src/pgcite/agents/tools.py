@@ -11,10 +11,21 @@ import functools
 from collections.abc import Callable
 from typing import Annotated, Any
 
+import anyio
 import psycopg
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    CallToolResult,
+    ErrorData,
+    JSONRPCError,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, Field, ValidationError
 
 from pgcite.access import Caller
@@ -177,6 +188,40 @@ class _OneLineErrors(MCPServer):
                 for error in cause.errors()
             )
             raise ToolError(f"Error executing tool {name}: {wrong}; fix the arguments and call again") from cause
+
+    async def run_stdio_async(self) -> None:
+        """As the SDK's, but a line that is not a JSON-RPC message gets the error JSON-RPC asks for
+        (-32700 for text that is not JSON, -32600 for JSON that is no message), where the SDK's stdio
+        transport answers nothing and the client waits."""
+        async with stdio_server() as (read_stream, write_stream):
+            checked_in, checked = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+            async def answer_malformed() -> None:
+                async with checked_in:
+                    async for item in read_stream:
+                        if isinstance(item, Exception):
+                            await write_stream.send(SessionMessage(_malformed(item)))
+                        else:
+                            await checked_in.send(item)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(answer_malformed)
+                server = self._lowlevel_server
+                await server.run(checked, write_stream, server.create_initialization_options())
+                group.cancel_scope.cancel()
+
+
+def _malformed(exc: Exception) -> JSONRPCError:
+    not_json = isinstance(exc, ValidationError) and any(e["type"] == "json_invalid" for e in exc.errors())
+    if not_json:
+        error = ErrorData(
+            code=PARSE_ERROR, message="Parse error: the line is not JSON; send one JSON-RPC message a line"
+        )
+    else:
+        error = ErrorData(
+            code=INVALID_REQUEST, message="Invalid Request: the line is JSON but not a JSON-RPC 2.0 message"
+        )
+    return JSONRPCError(jsonrpc="2.0", id=None, error=error)
 
 
 def build(core: Pgcite, caller_of: CallerOf) -> MCPServer:
