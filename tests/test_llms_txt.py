@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from pgcite.config import Settings
 from pgcite.core import Pgcite
@@ -146,6 +146,23 @@ def test_llms_full_txt_holds_every_pages_cleaned_text(sites):
         assert full.startswith(f"# {source}\n\n> ") and "Capped" not in full
         assert full.count(f"\nSource: {host}") == len([p for p in app.pages(source)])
         assert "<!-- snippet:" not in full and "<<< @" not in full  # as published: markers gone, snippets read in
+
+
+def test_a_slow_reader_of_llms_full_txt_holds_no_database_connection(sites, admin_dsn: str):
+    """llms-full.txt is read a batch of pages at a time, each on a connection given back before the
+    pages are sent: a client reading it slowly (or never) ties up no connection of the pool."""
+    import psycopg
+
+    app, _ = sites
+    pages = app.page_texts("marten", batch=20)
+    first = next(pages)  # the client has read the start and waits
+    with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        held = admin.execute(  # a cursor kept open between reads is a transaction left open
+            "SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%%' AND datname = %s",
+            [conninfo_to_dict(app.settings.database_url)["dbname"]]).fetchone()[0]
+    assert held == 0
+    rest = list(pages)  # 143 pages, in batches: each page once, in list_pages' order
+    assert [p.path for p in [first, *rest]] == [p.path for p in app.pages("marten")]
 
 
 def test_the_root_llms_txt_links_each_source(sites):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from contextlib import asynccontextmanager
 
 import anyio
@@ -157,6 +158,15 @@ def test_a_rebound_host_name_is_refused_on_every_route_in_json(base: str):
     assert plain.status == 415 and "send it as application/json" in plain.body["error"]["message"]
     local = call(base, "/mcp", LIST_TOOLS, headers={**MCP_ACCEPT, "Origin": f"http://localhost:{port}"})
     assert local.status == 200
+
+
+def test_no_idle_stream_is_held_open_on_get(base: str):
+    """A GET would open a stream for messages pgcite never sends, held for good (1,000 of them cost
+    40 MB a worker): MCP lets a server answer 405 instead, at once."""
+    started = time.monotonic()
+    opened = call(base, "/mcp", headers={"Accept": "text/event-stream"})
+    assert opened.status == 405 and opened.body["error"]["type"] == "method_not_allowed"
+    assert time.monotonic() - started < 10
 
 
 def test_the_host_names_a_server_answers_to():

@@ -101,6 +101,9 @@ class Settings:
     # Host names the server answers to besides its bind address (comma-separated): on loopback it
     # answers only to loopback names and these, elsewhere only to these when any are set (DNS rebinding).
     serve_hosts: str = ""
+    # Proxies (addresses or networks, comma-separated) whose X-Forwarded-For and X-Forwarded-Proto
+    # are believed; none by default, so no client can choose the address its rate limit counts.
+    serve_trusted_proxies: str = ""
     # The secret git hosts sign push webhooks with (POST /v1/sources/NAME/webhook); none: webhooks are off.
     webhook_secret: str = ""
     # Seconds a running ingest or sync job stays its server's without a renewal (renewed every sixth of

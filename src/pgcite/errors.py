@@ -10,6 +10,7 @@ KINDS = {
     "unauthorized": 401,
     "forbidden": 403,
     "not_found": 404,
+    "method_not_allowed": 405,
     "conflict": 409,
     "too_large": 413,
     "unsupported_media_type": 415,

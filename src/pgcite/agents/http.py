@@ -44,6 +44,13 @@ class Endpoint:
         # A refusal raises PgciteError here, before any response: the app's handler answers it.
         request = Request(scope)
         scope[_CALLER] = await anyio.to_thread.run_sync(self.authorize, request)
+        if request.method == "GET":
+            # The stream a GET opens is for messages the server starts, and pgcite starts none: MCP
+            # lets a server answer 405, and an idle stream would hold a connection for good.
+            raise PgciteError(
+                "this MCP server sends nothing unasked, so it opens no stream on GET; POST JSON-RPC messages",
+                kind="method_not_allowed",
+            )
         kind = request.headers.get("content-type", "")
         if request.method == "POST" and not kind.lower().startswith("application/json"):
             raise PgciteError(

@@ -55,10 +55,10 @@ def serve(
         if workers == 1:
             err.print("loading the embedding model...")
             app.warm_up()
-            run_server(app, host, port)
+            run_server(app, host, port, trusted_proxies=app.settings.serve_trusted_proxies)
             return
     err.print(f"starting {workers} workers, each loading the embedding model...")
-    run_server(None, host, port, workers)
+    run_server(None, host, port, workers, trusted_proxies=app.settings.serve_trusted_proxies)
 
 
 def mcp(

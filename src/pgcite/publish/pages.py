@@ -75,7 +75,14 @@ class PageOps:
         with self.reader() as store:
             return pages_sql.list_pages(store.conn, source)
 
-    def page_texts(self, source: str) -> Iterator[PageText]:
-        """`pages` with their Markdown, streamed from the database."""
-        with self.reader() as store:
-            yield from pages_sql.page_texts(store.conn, source)
+    def page_texts(self, source: str, batch: int = 20) -> Iterator[PageText]:
+        """`pages` with their Markdown, read `batch` at a time (a site may hold hundreds of MB), with
+        no connection held between batches, while the caller sends them on."""
+        last = None
+        while True:
+            with self.reader() as store:
+                pages = pages_sql.page_texts_after(store.conn, source, last, batch)
+            yield from pages
+            if len(pages) < batch:
+                return
+            last = pages[-1]

@@ -10,7 +10,7 @@ import itertools
 import logging
 import os
 from collections.abc import Iterator
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 import anyio.to_thread
@@ -289,25 +289,26 @@ def _ask_event(event) -> str:
 _HOST = "PGCITE_SERVE_HOST"  # the address, for the workers' apps (uvicorn starts them from an import)
 
 
-def serve(core: Pgcite | None, host: str, port: int, workers: int = 1) -> None:
-    """Serve `core`; with several workers, each process makes its own (worker_app) on one socket."""
+def serve(core: Pgcite | None, host: str, port: int, workers: int = 1, trusted_proxies: str = "") -> None:
+    """Serve `core`; with several workers, each process makes its own (worker_app) on one socket.
+    trusted_proxies: whose X-Forwarded-* headers uvicorn believes (by default it believes 127.0.0.1's)."""
     import uvicorn
 
     logging.getLogger("pgcite").setLevel(logging.INFO)  # a job's start, end or failure is one line each
+    options: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "log_level": "info",
+        "access_log": True,
+        "proxy_headers": bool(trusted_proxies.strip()),
+        "forwarded_allow_ips": trusted_proxies.strip() or None,
+    }
     if workers > 1:
         os.environ[_HOST] = host
-        uvicorn.run(
-            "pgcite.server.app:worker_app",
-            factory=True,
-            workers=workers,
-            host=host,
-            port=port,
-            log_level="info",
-            access_log=True,
-        )
+        uvicorn.run("pgcite.server.app:worker_app", factory=True, workers=workers, **options)
         return
     assert core is not None
-    uvicorn.run(create_app(core, host=host), host=host, port=port, log_level="info", access_log=True)
+    uvicorn.run(create_app(core, host=host), **options)
 
 
 def worker_app() -> FastAPI:

@@ -111,14 +111,16 @@ def list_pages(conn: psycopg.Connection, source: str) -> list[PageText]:
         ).fetchall()
 
 
-def page_texts(conn: psycopg.Connection, source: str) -> Iterator[PageText]:
-    """`list_pages` with each page's Markdown, read a few at a time (a site may hold hundreds of MB)."""
-    with conn.transaction(), conn.cursor(name="pgcite_page_texts", row_factory=kwargs_row(_page)) as cursor:
-        cursor.itersize = 50
+def page_texts_after(conn: psycopg.Connection, source: str, after: PageText | None, limit: int) -> list[PageText]:
+    """The next `limit` pages of `list_pages`' order after `after`, with their Markdown: read in
+    batches, each on a connection taken and given back, so a slow reader of a large llms-full.txt
+    holds none while it reads."""
+    keyset = "AND (d.url, d.path) > (%s, %s)" if after is not None else ""
+    with conn.cursor(row_factory=kwargs_row(_page)) as cursor:
         cursor.execute(
             f"""SELECT {_PAGE_COLUMNS} FROM documents d JOIN sources s ON s.name = d.source
-                WHERE d.source = %s AND d.version = s.default_version
-                ORDER BY d.url, d.path""",
-            [source],
+                WHERE d.source = %s AND d.version = s.default_version {keyset}
+                ORDER BY d.url, d.path LIMIT %s""",
+            [source, *((after.url, after.path) if after is not None else ()), limit],
         )
-        yield from cursor
+        return cursor.fetchall()
