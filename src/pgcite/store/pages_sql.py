@@ -4,7 +4,7 @@ page outside it reads exactly as one that does not exist."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import psycopg
