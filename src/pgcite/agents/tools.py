@@ -6,7 +6,6 @@ stdio), and a source outside it is reported exactly as one that does not exist."
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -88,7 +87,8 @@ class AskResult(BaseModel):
     sources: list[CitedSection] = Field(description="The sections the answer was written from, numbered.")
     closest: list[Section] = Field(description="On a refusal: the sections that came closest.")
     checks: dict[str, Any] = Field(
-        description="What the checker found: unknown citations, uncited or unsupported claims, foreign links."
+        description="What the checker found: unknown citations, uncited or unsupported claims, the citations "
+        "pgcite added, foreign links; `passed`: every claim cites a section that supports it."
     )
     answer_id: str | None = Field(description="The answer log's id, for feedback.")
 
@@ -292,7 +292,7 @@ def build(core: Pgcite, caller_of: CallerOf) -> MCPServer:
             citations=answer.citations,
             sources=sources,
             closest=closest,
-            checks=dataclasses.asdict(answer.checks),
+            checks=answer.checks.as_json(),
             answer_id=answer.id,
         )
         if answer.refused:

@@ -314,7 +314,8 @@
         })));
       }
       const checks = answer.checks || {};
-      if ((checks.unsupported || []).length || (checks.invalid_citations || []).length) {
+      // `passed` is false when a claim has no source that supports it (answers logged before it: the lists).
+      if (checks.passed === false || (checks.unsupported || []).length || (checks.invalid_citations || []).length) {
         turn.answer.append(el("p", { class: "muted", text: "Some of this answer could not be matched to its sources: check them." }));
       }
     }
