@@ -1,15 +1,15 @@
 """The checks run on every answer before it is trusted (documented in docs/answering.md):
 - citation numbers that name no fed source are removed from the text as it streams, and reported;
-- sentences, list items and table rows that carry no citation are reported (an item or a row
-  is one unit: a citation at its end covers it);
-- each cited sentence is compared with the sources it cites, and each uncited one with every
-  source given: its support is the share of its content words found in one of them, or, when
-  that is low, the best cosine similarity between the sentence and one of their sentences; below
-  SEMANTIC_SUPPORT it is reported as unsupported;
+- each cited sentence, list item or table row (one unit: a citation at its end covers it) is
+  compared with the sources it cites: its support is the share of its content words found in them,
+  or, when that is low, the best cosine similarity between the sentence and one of their
+  sentences; below SEMANTIC_SUPPORT it is reported as unsupported;
+- each uncited one is compared so with each source given: pgcite cites the one that supports it
+  (the answer given has the number, with_added_citations), or reports it as uncited and unsupported;
 - links and e-mail addresses that appear in no fed source are reported (a poisoned page's way
   of sending readers elsewhere), and so are those found in a source but on a site other than the
   docs' own (the fed sources' base URLs and the allowed hosts).
-An answer passes when none but the last is reported (Checks.passed)."""
+An answer passes (Checks.passed) when nothing is reported but links a source holds to another site."""
 
 from __future__ import annotations
 
@@ -210,7 +210,7 @@ def check_answer(
 ) -> Checks:
     checks = Checks(invalid_citations=list(invalid))
     by_number = {p.number: p for p in passages}
-    # (sentence, the sources it is measured against, lexical support by each, cited): a cited
+    # (sentence, the sources it is measured against, its best lexical support, cited): a cited
     # sentence against its cited sources together; an uncited one against each source given, so
     # that the one supporting it can be cited for it (small models often leave the number out).
     queue: list[tuple[str, tuple[int, ...], float, bool]] = []
