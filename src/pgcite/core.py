@@ -250,12 +250,7 @@ class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
         yield sources
         for event in events:
             if isinstance(event, Answer) and origin is not None and self.answer_log is not None:
-                entry = entry_of(event, origin, filters, time.monotonic() - started)
-                if why := self.answer_log.written(entry):
-                    note = f"not logged, so it has no id ({why})"
-                    event.note = f"{event.note}; {note}" if event.note else note
-                else:
-                    event.id = entry.id
+                self.answer_log.record_answer(event, entry_of(event, origin, filters, time.monotonic() - started))
             yield event
 
     def _check_identity(self, store: Store, embedder: Embedder) -> None:

@@ -149,6 +149,14 @@ class AnswerLog:
             with self._lock:
                 self._awaited.pop(entry.id, None)
 
+    def record_answer(self, answer: Answer, entry: LogEntry) -> None:
+        """Write an answer's row: the answer gets its id once it is written, else a note of why not."""
+        if why := self.written(entry):
+            note = f"not logged, so it has no id ({why})"
+            answer.note = f"{answer.note}; {note}" if answer.note else note
+        else:
+            answer.id = entry.id
+
     def _put(self, entry: LogEntry) -> bool:
         with self._lock:
             if self._thread is None:
