@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from pgcite.answer.flow import Answer
@@ -114,6 +114,12 @@ def search_entry(
     )
 
 
+@dataclass
+class _Awaited:
+    settled: threading.Event = field(default_factory=threading.Event)
+    written: bool = False
+
+
 class AnswerLog:
     QUEUE_SIZE = 1000  # answers waiting to be written; more are dropped (and counted)
     BATCH = 100
@@ -127,7 +133,7 @@ class AnswerLog:
         self._lock = threading.Lock()
         self.dropped = 0  # answers not logged: the queue was full or the database failed
         self.last_error = ""
-        self._awaited: dict[str, tuple[threading.Event, list[bool]]] = {}  # id: (settled, [written])
+        self._awaited: dict[str, _Awaited] = {}  # rows an answer waits for, by id
 
     def record(self, entry: LogEntry) -> None:
         """Queue a row to be written, and go on."""
@@ -136,15 +142,15 @@ class AnswerLog:
     def written(self, entry: LogEntry) -> str:
         """Queue a row and wait for it: "" once it is written, else why it was not (the database
         failed, the queue was full, or it took longer than WAIT_SECONDS; the row may still come)."""
-        settled, outcome = threading.Event(), [False]
+        awaited = _Awaited()
         with self._lock:
-            self._awaited[entry.id] = (settled, outcome)
+            self._awaited[entry.id] = awaited
         try:
             if not self._put(entry):
                 return self.last_error
-            if not settled.wait(self.WAIT_SECONDS):
+            if not awaited.settled.wait(self.WAIT_SECONDS):
                 return f"the answer log did not write it within {self.WAIT_SECONDS:g} s"
-            return "" if outcome[0] else self.last_error
+            return "" if awaited.written else self.last_error
         finally:
             with self._lock:
                 self._awaited.pop(entry.id, None)
@@ -173,8 +179,8 @@ class AnswerLog:
         with self._lock:
             for entry in entries:
                 if awaited := self._awaited.get(entry.id):
-                    awaited[1][0] = written
-                    awaited[0].set()
+                    awaited.written = written
+                    awaited.settled.set()
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until every recorded answer is written (or dropped); False on timeout."""
