@@ -119,6 +119,15 @@ class Settings:
     # llms-full.txt: the most bytes of page text one file holds; past it, pages are left out and a
     # note says how many (the short llms.txt still lists them all).
     llms_full_max_bytes: int = 5_000_000
+    # Slack (docs/slack.md): the bot's token (xoxb-...) and the app's signing secret; with both set,
+    # `pgcite serve` answers Slack's Events API and button clicks at POST /slack/events.
+    slack_bot_token: str = ""
+    slack_signing_secret: str = ""
+    # Slack's Web API (another only for a test's fake of it).
+    slack_api_url: str = "https://slack.com/api/"
+    # Which sources each channel may read: `TEAM/CHANNEL=source,source` entries separated by ';',
+    # CHANNEL `*` for the rest of a workspace, sources `*` for every source. Unlisted: no answer.
+    slack_channels: str = ""
 
 
 _ENV_PREFIX = "PGCITE_"

@@ -324,4 +324,21 @@ MIGRATIONS: list[str] = [
         SELECT document_id, heading_path, min(source), sum(tokens), pgcite_tsvector_sum(fts ORDER BY ord)
         FROM chunks GROUP BY document_id, heading_path;
     """,
+    # 21: Slack's events (store/slack_sql.py): an event Slack delivers again is answered once, by
+    # whichever server took it first; an answer a stopped server left half done is finished by another.
+    """
+    CREATE TABLE slack_events (
+        event_id    text PRIMARY KEY,
+        received_at timestamptz NOT NULL DEFAULT now(),
+        team        text NOT NULL,
+        channel     text NOT NULL,
+        user_id     text NOT NULL,
+        thread_ts   text NOT NULL,
+        reply_ts    text NOT NULL DEFAULT '',
+        question    text NOT NULL DEFAULT '',  -- emptied once answered
+        lease_until timestamptz NOT NULL,
+        done        boolean NOT NULL DEFAULT false
+    );
+    CREATE INDEX slack_events_pending_idx ON slack_events (lease_until) WHERE NOT done;
+    """,
 ]

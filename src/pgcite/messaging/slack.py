@@ -1,0 +1,285 @@
+"""The Slack bot, on Slack's Bolt: a mention in a channel, or a direct message, is answered in its
+thread, the reply growing as the answer is written (streaming.py); a follow-up in the thread is asked
+with the question the bot answered before it, by the same rule as the chat endpoint and the widget.
+Each channel reads only the sources slack_channels maps it to (channels.py). Helpful / Not helpful
+reach the answer log as a rating, and the comment of the modal that follows as its comment.
+
+Each message is answered once: the first server to record it in the database takes it (a retried or
+twice-subscribed delivery finds it taken), and holds it by a lease while it answers; a server that
+stops mid-answer lets the lease run out, and a sweep (at start, then every SWEEP seconds) finishes
+the answer in the same reply. The log says channel `slack` and who asked as TEAM/CHANNEL/USER."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from slack_bolt import App
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackClientError
+from slack_sdk.http_retry.builtin_handlers import (
+    ConnectionErrorRetryHandler,
+    RateLimitErrorRetryHandler,
+    ServerErrorRetryHandler,
+)
+
+from pgcite.answer.flow import Answer
+from pgcite.core import Pgcite
+from pgcite.errors import PgciteError, first_line
+from pgcite.learn.log import Origin
+from pgcite.messaging import render
+from pgcite.messaging.channels import ChannelMap, Scope
+from pgcite.messaging.streaming import Reply
+from pgcite.safety import check_text
+from pgcite.store import slack_sql
+from pgcite.store.slack_sql import Pending
+from pgcite.vocabulary import MAX_QUESTION_CHARS, Delta, SearchFilter
+
+log = logging.getLogger("pgcite.slack")
+
+NOT_SET_UP = "pgcite is not set up to answer in this channel; ask whoever runs it to map the channel to its docs."
+
+
+class SlackBot:
+    LEASE = 60.0  # seconds an answer stays its server's without a renewal
+    SWEEP = 30.0  # seconds between looks for answers a stopped server left
+
+    def __init__(self, core: Pgcite, follow_up: Callable[[str], bool]) -> None:
+        settings = core.settings
+        if not settings.slack_bot_token:
+            raise PgciteError(
+                "PGCITE_SLACK_SIGNING_SECRET is set but PGCITE_SLACK_BOT_TOKEN is not: set both (docs/slack.md)"
+            )
+        self.core, self.follow_up = core, follow_up
+        self.channels = ChannelMap.parse(settings.slack_channels)
+        self.client = WebClient(
+            token=settings.slack_bot_token,
+            base_url=settings.slack_api_url,
+            timeout=30,
+            retry_handlers=[
+                ConnectionErrorRetryHandler(),
+                RateLimitErrorRetryHandler(max_retry_count=2),
+                ServerErrorRetryHandler(max_retry_count=2),
+            ],
+        )
+        self.app = App(
+            signing_secret=settings.slack_signing_secret,
+            client=self.client,
+            token_verification_enabled=False,  # auth.test on the first request, not at start
+            logger=logging.getLogger("pgcite.slack.bolt"),
+        )
+        self.app.event("app_mention")(self._on_mention)
+        self.app.event("message")(self._on_message)
+        for action in render.RATINGS:
+            self.app.action(action)(self._on_click)
+        self.app.view(render.FEEDBACK_VIEW)(self._on_comment)
+        self._stop = threading.Event()
+        self._sweeper = threading.Thread(target=self._sweep, name="pgcite-slack-sweep", daemon=True)
+        self._sweeper.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._sweeper.join(5)
+
+    # --- questions ---------------------------------------------------------------------------
+
+    def _on_mention(self, event: dict, body: dict, context) -> None:
+        self._take(event, body, context.bot_user_id, direct=False)
+
+    def _on_message(self, event: dict, body: dict, context) -> None:
+        """A direct message (in a channel only mentions are answered; edits and bots' posts never)."""
+        if event.get("channel_type") == "im" and not event.get("subtype") and not event.get("bot_id"):
+            self._take(event, body, context.bot_user_id, direct=True)
+
+    def _take(self, event: dict, body: dict, bot: str, *, direct: bool) -> None:
+        team, channel, ts = body.get("team_id") or event.get("team", ""), event["channel"], event["ts"]
+        question = render.question_of(event.get("text", ""))
+        problem = _problem(question)
+        pending = Pending(
+            event_id=f"{team}/{channel}/{ts}",  # the message: a redelivery and a second subscription alike
+            team=team,
+            channel=channel,
+            user=event.get("user", ""),
+            thread_ts=event.get("thread_ts") or ts,
+            reply_ts="",
+            question="" if problem else question,
+        )
+        with self.core.writer() as store:
+            if not slack_sql.take(store, pending, self.LEASE):
+                log.info("slack: %s delivered again; answered once", pending.event_id)
+                return
+        scope = self.channels.scope(team, channel, direct=direct)
+        if scope is None or problem:
+            self._decline(pending, scope, problem)
+            return
+        if pending.thread_ts != ts and self.follow_up(question):
+            question = self._with_previous(pending, ts, question, bot, direct)
+        self._start(dataclasses.replace(pending, question=question), scope)
+
+    def _decline(self, pending: Pending, scope: Scope | None, problem: str) -> None:
+        try:
+            if scope is None:
+                log.warning(
+                    "slack: a question in %s/%s not answered: slack_channels maps no sources to that channel",
+                    pending.team,
+                    pending.channel,
+                )
+                self.client.chat_postEphemeral(channel=pending.channel, user=pending.user, text=NOT_SET_UP)
+            else:
+                text, blocks = render.note(problem)
+                self.client.chat_postMessage(
+                    channel=pending.channel, thread_ts=pending.thread_ts, text=text, blocks=blocks
+                )
+        except SlackClientError as exc:
+            log.warning("slack: could not reply in %s: %s", pending.channel, first_line(exc))
+        self._finished(pending)
+
+    def _with_previous(self, pending: Pending, ts: str, question: str, bot: str, direct: bool) -> str:
+        """The question with the one the bot answered earlier in the thread before it (a follow-up)."""
+        try:
+            reply = self.client.conversations_replies(channel=pending.channel, ts=pending.thread_ts, limit=200)
+        except SlackClientError as exc:
+            log.info("slack: the thread of a follow-up not read, asked alone: %s", first_line(exc))
+            return question
+        earlier = [m for m in reply.get("messages") or [] if float(m.get("ts", 0)) < float(ts)]
+        answers = [i for i, m in enumerate(earlier) if m.get("user") == bot]
+        if not answers:
+            return question
+        asked = [
+            render.question_of(m.get("text", ""))
+            for m in earlier[: answers[-1]]
+            if m.get("user") != bot and not m.get("bot_id") and (direct or render.mentions(m.get("text", ""), bot))
+        ]
+        previous = asked[-1] if asked else ""
+        return f"{previous} {question}" if previous and not _problem(previous) else question
+
+    def _start(self, pending: Pending, scope: Scope) -> None:
+        """Post the placeholder reply, then grow it into the answer."""
+        text, blocks = render.note(render.THINKING)
+        try:
+            posted = self.client.chat_postMessage(
+                channel=pending.channel, thread_ts=pending.thread_ts, text=text, blocks=blocks
+            )
+        except SlackClientError as exc:  # the lease runs out and a sweep tries again
+            log.warning("slack: could not reply in %s: %s", pending.channel, first_line(exc))
+            return
+        pending = dataclasses.replace(pending, reply_ts=posted["ts"])
+        with self.core.writer() as store:
+            slack_sql.started(store, pending.event_id, pending.reply_ts, pending.question, self.LEASE)
+        self._answer(pending, scope)
+
+    def _answer(self, pending: Pending, scope: Scope) -> None:
+        renewed = time.monotonic()
+
+        def renew() -> None:
+            nonlocal renewed
+            if time.monotonic() - renewed > self.LEASE / 3:
+                renewed = time.monotonic()
+                with self.core.writer() as store:
+                    slack_sql.renew(store, pending.event_id, self.LEASE)
+
+        reply = Reply(self.client, pending.channel, pending.thread_ts, pending.reply_ts, renew=renew)
+        final = render.note("pgcite stopped before the answer was finished; ask again.")
+        try:
+            written: list[str] = []
+            for event in self.core.ask_stream(
+                pending.question,
+                filters=SearchFilter(exclude_flagged=True, allowed_sources=scope.sources),
+                origin=Origin("slack", f"{pending.team}/{pending.channel}/{pending.user}"),
+            ):
+                if isinstance(event, Delta):
+                    written.append(event.text)
+                    reply.grow(*render.growing("".join(written)))
+                elif isinstance(event, Answer):
+                    final = render.answer_message(event)
+        except PgciteError as exc:
+            final = render.note(str(exc))
+        except Exception as exc:  # the thread gets one line, the log the details
+            log.exception("slack: answering in %s failed", pending.channel)
+            final = render.note(f"pgcite could not answer ({exc.__class__.__name__}); the server log has the details")
+        if reply.finish(*final):
+            self._finished(pending)
+        else:
+            log.error("slack: the answer in %s was not delivered; it is tried again in a minute", pending.channel)
+
+    def _finished(self, pending: Pending) -> None:
+        with self.core.writer() as store:
+            slack_sql.finish(store, pending.event_id)
+
+    def _sweep(self) -> None:
+        while True:
+            try:
+                with self.core.writer() as store:
+                    stalled = slack_sql.take_stalled(store, self.LEASE)
+                for pending in stalled:
+                    log.info("slack: finishing %s, left by a server that stopped", pending.event_id)
+                    scope = self.channels.scope(pending.team, pending.channel, direct=pending.channel.startswith("D"))
+                    if scope is None or not pending.question:
+                        self._finished(pending)
+                    elif not pending.reply_ts:
+                        self._start(pending, scope)
+                    else:
+                        self._answer(pending, scope)
+            except Exception as exc:  # noqa: BLE001 -- a sweep that fails is tried again
+                log.warning("slack: a look for unfinished answers failed: %s", first_line(exc))
+            if self._stop.wait(self.SWEEP):
+                return
+
+    # --- feedback ----------------------------------------------------------------------------
+
+    def _on_click(self, ack, body: dict, action: dict) -> None:
+        """Helpful / Not helpful: the rating is recorded at once, then a modal asks for a comment."""
+        ack()
+        team, channel = body.get("team", {}).get("id", ""), body.get("channel", {}).get("id", "")
+        rating, answer_id = render.RATINGS[action["action_id"]], action.get("value", "")
+        if (scope := self._scope_of_click(team, channel)) is None:
+            return
+        try:
+            self.core.rate(answer_id, rating, allowed=scope.sources)
+        except PgciteError as exc:
+            log.warning("slack: a rating in %s/%s not recorded: %s", team, channel, first_line(exc))
+            return
+        try:
+            self.client.views_open(
+                trigger_id=body["trigger_id"], view=render.feedback_view(answer_id, rating, team, channel)
+            )
+        except (SlackClientError, KeyError) as exc:  # the rating stands without a comment
+            log.info("slack: the comment's modal not opened: %s", first_line(exc))
+
+    def _on_comment(self, ack, view: dict) -> None:
+        meta = json.loads(view.get("private_metadata") or "{}")
+        values = view.get("state", {}).get("values", {})
+        comment = (values.get(render.COMMENT, {}).get(render.COMMENT, {}).get("value") or "").strip()
+        scope = self._scope_of_click(meta.get("team", ""), meta.get("channel", ""))
+        if comment and scope is not None:
+            try:
+                self.core.rate(meta["answer"], meta["rating"], comment[: render.COMMENT_CHARS], allowed=scope.sources)
+            except (PgciteError, KeyError) as exc:
+                ack(response_action="errors", errors={render.COMMENT: first_line(exc)[:150]})
+                return
+        ack()
+
+    def _scope_of_click(self, team: str, channel: str) -> Scope | None:
+        scope = self.channels.scope(team, channel, direct=channel.startswith("D"))
+        if scope is None:
+            log.warning("slack: a click in %s/%s ignored: slack_channels maps no sources to it", team, channel)
+        return scope
+
+
+def _problem(question: str) -> str:
+    """Why a message cannot be asked as it is, or ""."""
+    if not question:
+        return "Ask a question after the mention, e.g. how do I install it?"
+    if len(question) > MAX_QUESTION_CHARS:
+        return (
+            f"A question is at most {MAX_QUESTION_CHARS} characters (this one has {len(question)}); ask a shorter one."
+        )
+    try:
+        check_text(question)
+    except ValueError as exc:
+        return f"The question cannot be read: {exc}."
+    return ""

@@ -1,0 +1,332 @@
+"""The Slack bot over HTTP: requests signed exactly as Slack signs them, sent to a real `pgcite serve`
+(uvicorn on loopback) whose Bolt app talks to a fake of Slack's Web API speaking its wire format
+(tests/fake_slack.py), with a real database and the bundled model (the offline generator answers)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.parse
+import uuid
+
+import pytest
+
+from pgcite.answer.checks import Checks
+from pgcite.answer.flow import Answer
+from pgcite.core import Pgcite
+from pgcite.errors import PgciteError
+from pgcite.messaging import render
+from pgcite.messaging.channels import ChannelMap, Scope
+from pgcite.store import slack_sql
+from pgcite.vocabulary import REFUSAL, Passage, SearchHit, Usage
+from tests.fake_slack import BOT_USER, TEAM, TOKEN, FakeSlack, sign
+from tests.http_server import Reply, call, running, warm_app
+from tests.test_ask import DOCS as WIDGETS
+
+pytestmark = pytest.mark.slow
+
+SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+DOCS = {name: text for name, text in WIDGETS.items() if name != "billing.md"}
+GADGETS = {"gadgets.md": "# Gadgets\n\n## Charging\n\nA gadget charges in 3 hours from a USB-C port.\n"}
+CHANNELS = "T1/C1=w; T1/C2=g; T1/dm=w"
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeSlack() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def core(admin_dsn: str, embedder, tmp_path_factory, fake: FakeSlack):
+    sources = {"w": (DOCS, "https://widgets.dev/"), "g": (GADGETS, "https://gadgets.dev/")}
+    with warm_app(admin_dsn, embedder, tmp_path_factory.mktemp("slack"), sources, slack_bot_token=TOKEN,
+                  slack_signing_secret=SECRET, slack_api_url=fake.url, slack_channels=CHANNELS) as app:
+        yield app
+
+
+@pytest.fixture(scope="module")
+def base(core: Pgcite):
+    with running(core) as url:
+        yield url
+
+
+# --- what Slack sends ------------------------------------------------------------------------
+
+def post(base: str, body: bytes, content_type: str, *, secret: str = SECRET, timestamp: int | None = None,
+         headers: dict | None = None, signed: bool = True) -> Reply:
+    signature = sign(secret, body, timestamp) if signed else {}
+    return call(base, "/slack/events", body, headers={"Content-Type": content_type, **signature, **(headers or {})})
+
+
+def deliver(base: str, envelope: dict, **options) -> Reply:
+    """An Events API delivery (JSON)."""
+    return post(base, json.dumps(envelope).encode(), "application/json", **options)
+
+
+def interact(base: str, payload: dict, **options) -> Reply:
+    """An interactivity request: the payload form-encoded, as Slack sends a button click."""
+    body = urllib.parse.urlencode({"payload": json.dumps(payload)}).encode()
+    return post(base, body, "application/x-www-form-urlencoded", **options)
+
+
+def envelope(event: dict) -> dict:
+    return {
+        "token": "legacy-verification-token", "team_id": TEAM, "api_app_id": "A1", "event": event,
+        "type": "event_callback", "event_id": f"Ev{uuid.uuid4().hex[:10].upper()}", "event_time": int(time.time()),
+        "authorizations": [{"enterprise_id": None, "team_id": TEAM, "user_id": BOT_USER, "is_bot": True,
+                            "is_enterprise_install": False}],
+        "is_ext_shared_channel": False,
+    }
+
+
+def mention(fake: FakeSlack, channel: str, question: str, *, user: str = "U1",
+            thread_ts: str | None = None) -> tuple[dict, str]:
+    """A person mentions the bot: the message as Slack stores it, and the app_mention event it sends."""
+    text = f"<@{BOT_USER}> {question}"
+    ts = fake.user_message(channel, user, text, thread_ts)
+    event = {"type": "app_mention", "user": user, "text": text, "ts": ts, "channel": channel, "event_ts": ts,
+             **({"thread_ts": thread_ts} if thread_ts else {})}
+    return envelope(event), ts
+
+
+def text_of(message: dict) -> str:
+    return "\n".join(b["text"]["text"] for b in message.get("blocks", []) if b["type"] == "section")
+
+
+def answer_in(fake: FakeSlack, channel: str, thread_ts: str) -> dict:
+    """The bot's finished answer in a thread (it carries the feedback buttons)."""
+    def done():
+        return next((m for m in fake.messages[channel] if m.get("thread_ts") == thread_ts and m.get("bot_id")
+                     and any(b["type"] == "actions" for b in m.get("blocks", []))), None)
+    return fake.wait_for(done)
+
+
+def bot_replies(fake: FakeSlack, channel: str, thread_ts: str) -> list[dict]:
+    return [m for m in fake.messages[channel] if m.get("thread_ts") == thread_ts and m.get("bot_id")]
+
+
+def logged(core: Pgcite, question: str):
+    return [e for e in core.log_entries() if e.question == question]
+
+
+def answer_id(message: dict) -> str:
+    actions = next(b for b in message["blocks"] if b["type"] == "actions")
+    return actions["elements"][0]["value"]
+
+
+# --- a mention, a follow-up, a click ---------------------------------------------------------
+
+def test_a_mention_gets_a_threaded_answer_with_each_citation_a_link(base: str, fake: FakeSlack, core: Pgcite):
+    event, ts = mention(fake, "C1", "What is the default spin rate?")
+    started = time.monotonic()
+    reply = deliver(base, event)
+    assert reply.status == 200 and time.monotonic() - started < 3  # Slack's three seconds
+    answer = answer_in(fake, "C1", ts)
+    shown = text_of(answer)
+    assert "40 turns per second" in shown
+    assert re.search(r"<https://widgets\.dev/tuning[^|>]*\|\[\d\]>", shown), shown  # [n] links to page#anchor
+    assert "*Sources*\n[1] <https://widgets.dev/tuning" in shown
+    assert [b["elements"][i]["action_id"] for b in answer["blocks"] if b["type"] == "actions" for i in (0, 1)] == [
+        "pgcite_helpful", "pgcite_not_helpful"]
+    posted = [c for c in fake.calls_of("chat.postMessage") if c.get("thread_ts") == ts]
+    assert len(posted) == 1 and posted[0]["text"] == render.escape(render.THINKING)  # a placeholder, grown
+    assert any(c["ts"] == answer["ts"] for c in fake.calls_of("chat.update"))
+    [entry] = logged(core, "What is the default spin rate?")
+    assert (entry.channel, entry.key_name, entry.scope) == ("slack", "T1/C1/U1", ("w",))
+    assert entry.id == answer_id(answer)
+
+
+def test_a_follow_up_in_the_thread_is_asked_with_the_question_before_it(base: str, fake: FakeSlack, core: Pgcite):
+    event, root = mention(fake, "C1", "How do I install widgets?")
+    assert deliver(base, event).status == 200
+    answer_in(fake, "C1", root)
+    follow, ts = mention(fake, "C1", "and what are the requirements?", thread_ts=root)
+    assert deliver(base, follow).status == 200
+    fake.wait_for(lambda: len([m for m in bot_replies(fake, "C1", root)
+                               if any(b["type"] == "actions" for b in m.get("blocks", []))]) == 2)
+    assert any(c["ts"] == root for c in fake.calls_of("conversations.replies"))
+    [entry] = logged(core, "How do I install widgets? and what are the requirements?")
+    assert not entry.refused and "Python 3.11" in entry.answer
+    # A question that stands alone is asked alone, also in a thread.
+    alone, _ = mention(fake, "C1", "What is the default spin rate of a widget in turns per second?", thread_ts=root)
+    deliver(base, alone)
+    fake.wait_for(lambda: logged(core, "What is the default spin rate of a widget in turns per second?"))
+
+
+def test_a_button_click_and_its_comment_reach_the_answer_log(base: str, fake: FakeSlack, core: Pgcite):
+    event, ts = mention(fake, "C1", "Which command installs widgets?")
+    deliver(base, event)
+    answer = answer_in(fake, "C1", ts)
+    ident = answer_id(answer)
+    click = {
+        "type": "block_actions", "user": {"id": "U2", "username": "ana", "team_id": TEAM}, "api_app_id": "A1",
+        "token": "legacy-verification-token", "trigger_id": "13345224609.738474920.8088930838d88f008e0",
+        "container": {"type": "message", "message_ts": answer["ts"], "channel_id": "C1", "is_ephemeral": False},
+        "team": {"id": TEAM, "domain": "t1"}, "enterprise": None, "is_enterprise_install": False,
+        "channel": {"id": "C1", "name": "docs"}, "message": answer, "state": {"values": {}},
+        "response_url": "https://hooks.slack.com/actions/T1/1/x",
+        "actions": [{"action_id": "pgcite_not_helpful", "block_id": "pgcite_feedback", "value": ident,
+                     "type": "button", "text": {"type": "plain_text", "text": "Not helpful"},
+                     "action_ts": str(time.time())}],
+    }
+    assert interact(base, click).status == 200
+    opened = fake.wait_for(lambda: fake.calls_of("views.open"))[-1]
+    assert opened["trigger_id"] == click["trigger_id"]
+    [entry] = logged(core, "Which command installs widgets?")
+    assert (entry.rating, entry.comment) == ("down", None)
+    view = opened["view"]
+    submission = {
+        "type": "view_submission", "team": {"id": TEAM, "domain": "t1"}, "user": {"id": "U2", "team_id": TEAM},
+        "api_app_id": "A1", "token": "legacy-verification-token", "trigger_id": "1.2.3", "is_enterprise_install": False,
+        "view": {**view, "id": "V1", "team_id": TEAM, "state": {"values": {
+            "comment": {"comment": {"type": "plain_text_input", "value": "It should say which node first"}}}}},
+        "response_urls": [],
+    }
+    reply = interact(base, submission)
+    assert reply.status == 200 and reply.text == ""  # an empty ack closes the modal
+    [entry] = logged(core, "Which command installs widgets?")
+    assert (entry.rating, entry.comment) == ("down", "It should say which node first")
+
+
+# --- refused, or answered once ---------------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["unsigned", "forged", "stale", "tampered", "future"])
+def test_an_unsigned_forged_or_replayed_request_is_refused_before_any_work(base: str, fake: FakeSlack,
+                                                                           core: Pgcite, how: str):
+    event, _ = mention(fake, "C1", f"What is the default spin rate ({how})?")
+    body = json.dumps(event).encode()
+    calls = len(fake.calls)
+    if how == "unsigned":
+        reply = post(base, body, "application/json", signed=False)
+    elif how == "forged":
+        reply = post(base, body, "application/json", secret="not-the-secret")
+    elif how == "stale":  # a request recorded and sent again six minutes later
+        reply = post(base, body, "application/json", timestamp=int(time.time()) - 360)
+    elif how == "future":
+        reply = post(base, body, "application/json", timestamp=int(time.time()) + 360)
+    else:  # signed, then changed on the way
+        headers = sign(SECRET, body)
+        changed = body.replace(b"C1", b"C2")
+        reply = call(base, "/slack/events", changed, headers={"Content-Type": "application/json", **headers})
+    assert reply.status == 401 and reply.body["error"]["message"].startswith("not a request from Slack")
+    assert "\n" not in reply.body["error"]["message"]
+    time.sleep(0.5)
+    assert len(fake.calls) == calls and not logged(core, f"What is the default spin rate ({how})?")
+
+
+def test_a_delivery_slack_retries_is_answered_once(base: str, fake: FakeSlack, core: Pgcite):
+    event, ts = mention(fake, "C1", "Where do I write for support?")
+    assert deliver(base, event).status == 200
+    retried = deliver(base, event, headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})
+    assert retried.status == 200
+    answer_in(fake, "C1", ts)
+    # The same message again under another event id (a second subscription): still once.
+    deliver(base, {**event, "event_id": "EvOTHER" + ts.replace(".", "")})
+    time.sleep(1.0)
+    assert len(bot_replies(fake, "C1", ts)) == 1
+    assert len(logged(core, "Where do I write for support?")) == 1
+
+
+def test_a_channel_reads_only_the_sources_it_is_mapped_to(base: str, fake: FakeSlack, core: Pgcite):
+    # C2 reads g (gadgets) only: the widgets' answer is not its to give.
+    event, ts = mention(fake, "C2", "What is the default spin rate?")
+    deliver(base, event)
+    shown = text_of(answer_in(fake, "C2", ts))
+    assert shown.startswith(render.escape(REFUSAL)) and "widgets" not in shown and "40" not in shown
+    # C1 reads w (widgets) only.
+    event, ts = mention(fake, "C1", "How long does a gadget take to charge?")
+    deliver(base, event)
+    shown = text_of(answer_in(fake, "C1", ts))
+    assert "gadgets.dev" not in shown and "3 hours" not in shown
+    event, ts = mention(fake, "C2", "How long does a gadget take to charge?")
+    deliver(base, event)
+    shown = text_of(answer_in(fake, "C2", ts))
+    assert "3 hours" in shown and "<https://gadgets.dev/" in shown and "widgets" not in shown
+    assert {e.scope for e in logged(core, "How long does a gadget take to charge?")} == {("w",), ("g",)}
+
+
+def test_a_direct_message_is_answered_in_its_thread(base: str, fake: FakeSlack, core: Pgcite):
+    text = "What is the default spin rate? (asked directly)"
+    ts = fake.user_message("D1", "U3", text)
+    event = {"type": "message", "channel_type": "im", "user": "U3", "text": text, "ts": ts, "channel": "D1",
+             "event_ts": ts}
+    deliver(base, envelope(event))
+    assert "40 turns per second" in text_of(answer_in(fake, "D1", ts))
+    # The bot's own posts and edits come back as message events: never answered.
+    deliver(base, envelope({**event, "user": BOT_USER, "bot_id": "BBOT", "ts": fake.next_ts()}))
+    deliver(base, envelope({**event, "subtype": "message_changed", "ts": fake.next_ts()}))
+    time.sleep(1.0)
+    assert len(logged(core, text)) == 1
+
+
+def test_an_unmapped_channel_gets_no_answer(base: str, fake: FakeSlack, core: Pgcite):
+    event, ts = mention(fake, "C9", "What is the default spin rate in C9?")
+    assert deliver(base, event).status == 200
+    note = fake.wait_for(lambda: [c for c in fake.calls_of("chat.postEphemeral") if c["channel"] == "C9"])
+    assert note[0]["user"] == "U1" and "not set up" in note[0]["text"]
+    assert not bot_replies(fake, "C9", ts) and not logged(core, "What is the default spin rate in C9?")
+
+
+def test_a_question_over_the_length_limit_is_told_so(base: str, fake: FakeSlack, core: Pgcite):
+    event, ts = mention(fake, "C1", "spin " * 1000)
+    deliver(base, event)
+    reply = fake.wait_for(lambda: bot_replies(fake, "C1", ts))[0]
+    assert "at most 4000 characters" in reply["text"] and "(this one has 4999)" in reply["text"]
+    assert not any(e.question.startswith("spin spin") for e in core.log_entries())
+
+
+# --- faults ----------------------------------------------------------------------------------
+
+def test_429_and_5xx_while_updating_still_deliver_the_final_answer(base: str, fake: FakeSlack, core: Pgcite):
+    fake.fail("chat.update", 429, times=3, retry_after=1)
+    fake.fail("chat.update", 500, times=3)
+    event, ts = mention(fake, "C1", "What is the default spin rate?")
+    deliver(base, event)
+    answer = answer_in(fake, "C1", ts)
+    assert "40 turns per second" in text_of(answer)
+    assert len(bot_replies(fake, "C1", ts)) == 1  # updated in place, not posted twice
+    assert len(fake.calls_of("chat.update")) >= 7
+
+
+def test_an_answer_left_by_a_server_that_stopped_is_finished_by_the_next(fake: FakeSlack, core: Pgcite):
+    question = "What is the default spin rate? (before the restart)"
+    ts = fake.user_message("C1", "U1", f"<@{BOT_USER}> {question}")
+    placeholder = fake._call("chat.postMessage", {"channel": "C1", "thread_ts": ts, "text": render.THINKING})[1]["ts"]
+    with core.writer() as store:  # what the stopped server left: the event taken, its placeholder posted
+        pending = slack_sql.Pending(f"T1/C1/{ts}", TEAM, "C1", "U1", ts, placeholder, question)
+        assert slack_sql.take(store, pending, lease=0)
+    with running(core):  # a server starting finishes it in the same reply
+        answer = answer_in(fake, "C1", ts)
+    assert answer["ts"] == placeholder and "40 turns per second" in text_of(answer)
+    assert len(logged(core, question)) == 1
+
+
+# --- the parts -------------------------------------------------------------------------------
+
+def test_the_channel_map_reads_like_a_keys_scope():
+    channels = ChannelMap.parse("T1/C1=a,b; T1/dm=a; T1/*=c; T2/C5=*")
+    assert channels.scope("T1", "C1") == Scope(("a", "b"))
+    assert channels.scope("T1", "D7", direct=True) == Scope(("a",))
+    assert channels.scope("T1", "C8") == Scope(("c",))
+    assert channels.scope("T2", "C5") == Scope(None)
+    assert channels.scope("T2", "C6") is None and channels.scope("T3", "C1") is None
+    for bad in ("T1/C1", "T1=a", "T1/C1=", "T1/C1=a;T1/C1=b", "T1/C<1>=a", "T1/C1=no way"):
+        with pytest.raises(PgciteError, match="PGCITE_SLACK_CHANNELS"):
+            ChannelMap.parse(bad)
+
+
+def test_document_text_cannot_make_links_or_mentions():
+    hit = SearchHit(id="w:a.md#0", source="w", path="a.md", url="https://widgets.dev/a#x|y>", title="A",
+                    heading="H", breadcrumb="A <!channel> > H", content="", distance=0.1)
+    answer = Answer(question="q", text="Ping <!channel> & see <https://evil.example|here> [1].", refused=False,
+                    generator="extractive", citations=[1], sources=[Passage(1, hit)], dropped=[], checks=Checks(),
+                    usage=Usage(), id="00000000-0000-0000-0000-000000000001")
+    text, blocks = render.answer_message(answer)
+    shown = "\n".join(b["text"]["text"] for b in blocks if b["type"] == "section")
+    assert "Ping &lt;!channel&gt; &amp; see &lt;https://evil.example|here&gt; <https://widgets.dev/a#x%7Cy&gt;|[1]>." in shown
+    assert "[1] <https://widgets.dev/a#x%7Cy&gt;|A &lt;!channel&gt; &gt; H>" in shown
+    assert "<!" not in text and "<http" not in text
+    assert render.question_of(f"<@{BOT_USER}> how &amp; why &lt;x&gt; <https://a.dev|this> in <#C1|general>?") == (
+        "how & why <x> this in #general?")
