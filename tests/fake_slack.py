@@ -41,7 +41,7 @@ class FakeSlack:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict]] = []
         self.messages: dict[str, list[dict]] = defaultdict(list)  # channel -> messages, oldest first
-        self._failures: dict[str, deque[tuple[int, int | None]]] = defaultdict(deque)
+        self._failures: dict[str, deque[tuple[int, int | None, str | None]]] = defaultdict(deque)
         self._lock = threading.Condition()
         self._clock = 1_700_000_000.0
         fake = self
@@ -90,9 +90,11 @@ class FakeSlack:
 
     # --- what a test tells it ----------------------------------------------------------------
 
-    def fail(self, method: str, status: int, *, times: int = 1, retry_after: int | None = None) -> None:
+    def fail(self, method: str, status: int, *, times: int = 1, retry_after: int | None = None,
+             error: str | None = None) -> None:
+        """The next `times` calls of `method` fail: HTTP `status` (200: Slack's own refusal, `error`)."""
         for _ in range(times):
-            self._failures[method].append((status, retry_after))
+            self._failures[method].append((status, retry_after, error))
 
     def next_ts(self) -> str:
         with self._lock:
@@ -134,9 +136,10 @@ class FakeSlack:
             try:
                 self.calls.append((method, args))
                 if self._failures[method]:
-                    status, retry_after = self._failures[method].popleft()
+                    status, retry_after, error = self._failures[method].popleft()
                     headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
-                    return status, {"ok": False, "error": "ratelimited" if status == 429 else "internal_error"}, headers
+                    error = error or ("ratelimited" if status == 429 else "internal_error")
+                    return status, {"ok": False, "error": error}, headers
                 return 200, self._ok(method, args), {}
             finally:
                 self._lock.notify_all()

@@ -11,6 +11,7 @@ import urllib.parse
 import uuid
 
 import pytest
+from slack_sdk import WebClient
 
 from pgcite.answer.checks import Checks
 from pgcite.answer.flow import Answer
@@ -18,6 +19,7 @@ from pgcite.core import Pgcite
 from pgcite.errors import PgciteError
 from pgcite.messaging import render
 from pgcite.messaging.channels import ChannelMap, Scope
+from pgcite.messaging import streaming
 from pgcite.store import slack_sql
 from pgcite.vocabulary import REFUSAL, Passage, SearchHit, Usage
 from tests.fake_slack import BOT_USER, TEAM, TOKEN, FakeSlack, sign
@@ -301,6 +303,30 @@ def test_an_answer_left_by_a_server_that_stopped_is_finished_by_the_next(fake: F
         answer = answer_in(fake, "C1", ts)
     assert answer["ts"] == placeholder and "40 turns per second" in text_of(answer)
     assert len(logged(core, question)) == 1
+
+
+def test_slack_checks_the_request_url_with_a_signed_challenge(base: str):
+    challenge = {"token": "legacy-verification-token", "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
+                 "type": "url_verification"}
+    reply = deliver(base, challenge)
+    assert reply.status == 200 and reply.body == {"challenge": challenge["challenge"]}
+    assert deliver(base, challenge, secret="guessed").status == 401
+
+
+def test_an_empty_mention_gets_a_hint(base: str, fake: FakeSlack):
+    event, ts = mention(fake, "C1", "")
+    deliver(base, event)
+    assert "Ask a question after the mention" in fake.wait_for(lambda: bot_replies(fake, "C1", ts))[0]["text"]
+
+
+def test_a_reply_that_cannot_be_updated_is_posted_again(fake: FakeSlack):
+    client = WebClient(token=TOKEN, base_url=fake.url)
+    root = fake.user_message("C5", "U1", "a question")
+    placeholder = client.chat_postMessage(channel="C5", thread_ts=root, text="…")["ts"]
+    fake.fail("chat.update", 200, error="message_not_found")  # someone deleted the placeholder
+    reply = streaming.Reply(client, "C5", root, placeholder, sleep=lambda seconds: None)
+    assert reply.finish("The answer.", [{"type": "section", "text": {"type": "mrkdwn", "text": "The answer."}}])
+    assert [m["text"] for m in bot_replies(fake, "C5", root)] == ["…", "The answer."]
 
 
 # --- the parts -------------------------------------------------------------------------------
