@@ -24,12 +24,17 @@ from pgcite.store import slack_sql
 from pgcite.vocabulary import REFUSAL, Passage, SearchHit, Usage
 from tests.fake_slack import BOT_USER, TEAM, TOKEN, FakeSlack, sign
 from tests.http_server import Reply, call, running, warm_app
-from tests.test_ask import DOCS as WIDGETS
 
 pytestmark = pytest.mark.slow
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
-DOCS = {name: text for name, text in WIDGETS.items() if name != "billing.md"}
+DOCS = {  # tests/test_ask.py's widgets
+    "install.md": "# Installing Widgets\n\n## Requirements\n\nWidgets need Python 3.11 and 2 GB of disk.\n\n"
+                  "## Install command\n\nRun `pip install widgets` on every node, then `widgets init`.\n",
+    "tuning.md": "# Tuning\n\n## Spin rate\n\nSet `spin_rate` to control speed. The default is 40 turns per second. "
+                 "Never exceed 90 turns per second.\n",
+    "support.md": "# Support\n\n## Contact\n\nWrite to help@widgets.dev or open an issue at https://widgets.dev/issues.\n",
+}
 GADGETS = {"gadgets.md": "# Gadgets\n\n## Charging\n\nA gadget charges in 3 hours from a USB-C port.\n"}
 CHANNELS = "T1/C1=w; T1/C2=g; T1/dm=w"
 
@@ -327,6 +332,25 @@ def test_a_reply_that_cannot_be_updated_is_posted_again(fake: FakeSlack):
     reply = streaming.Reply(client, "C5", root, placeholder, sleep=lambda seconds: None)
     assert reply.finish("The answer.", [{"type": "section", "text": {"type": "mrkdwn", "text": "The answer."}}])
     assert [m["text"] for m in bot_replies(fake, "C5", root)] == ["…", "The answer."]
+
+
+def test_a_growing_reply_is_updated_at_most_once_an_interval_and_a_refused_update_skipped(fake: FakeSlack):
+    client = WebClient(token=TOKEN, base_url=fake.url)
+    root = fake.user_message("C6", "U1", "a question")
+    placeholder = client.chat_postMessage(channel="C6", thread_ts=root, text="…")["ts"]
+    reply = streaming.Reply(client, "C6", root, placeholder)
+    updates = lambda: [c["text"] for c in fake.calls_of("chat.update") if c["ts"] == placeholder]  # noqa: E731
+    reply.grow("Set", [])
+    assert updates() == []  # the placeholder is under a second old
+    reply.INTERVAL = 0
+    reply.grow("Set spin", [])
+    fake.fail("chat.update", 429, retry_after=30)
+    reply.grow("Set spin_rate", [])  # refused: skipped, not waited for
+    reply.grow("Set spin_rate to", [])  # none until the Retry-After is over
+    assert updates() == ["Set spin", "Set spin_rate"]
+    assert fake.message("C6", placeholder)["text"] == "Set spin"
+    assert reply.finish("Set spin_rate to control speed.", [])  # the final one always goes
+    assert fake.message("C6", placeholder)["text"] == "Set spin_rate to control speed."
 
 
 # --- the parts -------------------------------------------------------------------------------

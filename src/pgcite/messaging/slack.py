@@ -66,6 +66,13 @@ class SlackBot:
                 ServerErrorRetryHandler(max_retry_count=2),
             ],
         )
+        # The replies' updates are retried by streaming.py, which knows which one must arrive.
+        self._replies = WebClient(
+            token=settings.slack_bot_token,
+            base_url=settings.slack_api_url,
+            timeout=30,
+            retry_handlers=[],
+        )
         self.app = App(
             signing_secret=settings.slack_signing_secret,
             client=self.client,
@@ -182,7 +189,7 @@ class SlackBot:
                 with self.core.writer() as store:
                     slack_sql.renew(store, pending.event_id, self.LEASE)
 
-        reply = Reply(self.client, pending.channel, pending.thread_ts, pending.reply_ts, renew=renew)
+        reply = Reply(self._replies, pending.channel, pending.thread_ts, pending.reply_ts, renew=renew)
         final = render.note("pgcite stopped before the answer was finished; ask again.")
         try:
             written: list[str] = []

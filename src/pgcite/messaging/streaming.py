@@ -1,6 +1,7 @@
 """A reply in a thread grown into the answer. While the answer is written the message is updated at
 most once every INTERVAL seconds (chat.update is one of Slack's rate-limited methods); an update Slack
-refuses is skipped, the next one carries the text anyway. The final update is retried: after a 429 as
+refuses is skipped (after a 429, none is sent until its Retry-After is over), the next one carries the
+text anyway. The final update is retried: after a 429 as
 long as its Retry-After says, after a 5xx or a lost connection with a growing backoff, and if the
 message cannot be updated at all the answer is posted in the thread instead: it is never lost."""
 
@@ -18,25 +19,27 @@ from pgcite.errors import first_line
 log = logging.getLogger("pgcite.slack")
 
 
-def _wait(exc: SlackClientError, attempt: int) -> float | None:
-    """Seconds to wait before trying again, or None when trying again cannot help."""
-    if isinstance(exc, SlackApiError):
-        status = exc.response.status_code
-        if status == 429:
-            headers = {k.lower(): v for k, v in exc.response.headers.items()}
-            retry_after = headers.get("retry-after", "1")
-            try:
-                return float(retry_after[0] if isinstance(retry_after, list) else retry_after)
-            except ValueError:
-                return 1.0
-        if status < 500:  # Slack refused it (the message was deleted, the bot left the channel ...)
-            return None
-    return min(2.0**attempt, 30.0)  # a 5xx or a connection that failed
+def _retry_after(exc: SlackClientError) -> float | None:
+    """The seconds a 429 asks to wait (None: not a 429)."""
+    if not isinstance(exc, SlackApiError) or exc.response.status_code != 429:
+        return None
+    headers = {k.lower(): v for k, v in exc.response.headers.items()}
+    value = headers.get("retry-after", "1")
+    try:
+        return max(float(value[0] if isinstance(value, list) else value), 0.0)
+    except ValueError:
+        return 1.0
+
+
+def _fault(exc: SlackClientError) -> bool:
+    """Slack failed (a 5xx) or could not be reached; not a refusal that trying again cannot change
+    (the message was deleted, the bot left the channel ...)."""
+    return not isinstance(exc, SlackApiError) or exc.response.status_code >= 500
 
 
 class Reply:
     INTERVAL = 1.0  # seconds between updates while the answer grows
-    TRIES = 6  # of the final update, and then of the final post
+    TRIES = 8  # of the final update, and then of the final post
 
     def __init__(
         self,
@@ -61,6 +64,7 @@ class Reply:
             self.client.chat_update(channel=self.channel, ts=self.ts, text=text, blocks=blocks)
         except SlackClientError as exc:  # the final update carries it all
             log.info("slack: an update of %s/%s skipped: %s", self.channel, self.ts, first_line(exc))
+            self._last += _retry_after(exc) or 0.0  # none before Slack's Retry-After is over
         self._renew()
 
     def finish(self, text: str, blocks: list[dict]) -> bool:
@@ -74,14 +78,18 @@ class Reply:
         )
 
     def _send(self, call: Callable[[], object]) -> bool:
+        faults = 0
         for attempt in range(self.TRIES):
             try:
                 call()
                 return True
             except SlackClientError as exc:
-                wait = _wait(exc, attempt)
                 log.warning("slack: the answer in %s not delivered yet: %s", self.channel, first_line(exc))
-                if wait is None or attempt == self.TRIES - 1:
+                if (wait := _retry_after(exc)) is None:
+                    if not _fault(exc):
+                        return False
+                    wait, faults = min(0.5 * 2**faults, 30.0), faults + 1
+                if attempt == self.TRIES - 1:
                     return False
                 self._renew()
                 self._sleep(wait)
