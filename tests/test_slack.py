@@ -9,6 +9,7 @@ import re
 import time
 import urllib.parse
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from slack_sdk import WebClient
@@ -234,6 +235,17 @@ def test_a_delivery_slack_retries_is_answered_once(base: str, fake: FakeSlack, c
     time.sleep(1.0)
     assert len(bot_replies(fake, "C1", ts)) == 1
     assert len(logged(core, "Where do I write for support?")) == 1
+
+
+def test_deliveries_at_the_same_moment_are_answered_once(base: str, fake: FakeSlack, core: Pgcite):
+    event, ts = mention(fake, "C1", "What do widgets need to run?")
+    with ThreadPoolExecutor(4) as pool:
+        statuses = list(pool.map(lambda n: deliver(base, event, headers={"X-Slack-Retry-Num": str(n)}).status,
+                                 range(4)))
+    assert statuses == [200] * 4
+    answer_in(fake, "C1", ts)
+    time.sleep(1.0)
+    assert len(bot_replies(fake, "C1", ts)) == 1 and len(logged(core, "What do widgets need to run?")) == 1
 
 
 def test_a_channel_reads_only_the_sources_it_is_mapped_to(base: str, fake: FakeSlack, core: Pgcite):
