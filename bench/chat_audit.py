@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from pgcite.answer.checks import CITATION, _claims, _is_claim  # noqa: E402
+from pgcite.answer.claims import CITATION, is_claim, split_claims, without_lead_in  # noqa: E402
 
 
 def sheet(rows: list[dict], per_site: int, excerpt: int) -> list[str]:
@@ -39,7 +39,7 @@ def sheet(rows: list[dict], per_site: int, excerpt: int) -> list[str]:
                 "A: " + " ".join(row["text"].split()),
                 "",
             ]
-            for claim in (c for c in _claims(row["text"]) if _is_claim(c)):
+            for claim in (c for c in map(without_lead_in, split_claims(row["text"])) if is_claim(c)):
                 cited = sorted({int(n) for m in CITATION.finditer(claim) for n in m.group(1).split(",")})
                 lines.append(f"- claim {cited}: {CITATION.sub('', claim).strip()}")
                 lines.append("  verdict: ")

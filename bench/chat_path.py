@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from pgcite.answer.checks import CITATION  # noqa: E402
+from pgcite.answer.checks import CITATION, check_answer, with_added_citations  # noqa: E402
 from pgcite.answer.extractive import ExtractiveGenerator  # noqa: E402
 from pgcite.answer.flow import Answer  # noqa: E402
 from pgcite.answer.generation import ChatGenerator  # noqa: E402
@@ -39,7 +39,7 @@ from pgcite.config import load_settings  # noqa: E402
 from pgcite.core import Pgcite  # noqa: E402
 from pgcite.evaluation.metrics import AnswerRecord, RankedSection, evaluate, trail_of  # noqa: E402
 from pgcite.evaluation.questions import Question, load_questions  # noqa: E402
-from pgcite.vocabulary import REFUSAL, Delta, SearchFilter  # noqa: E402
+from pgcite.vocabulary import REFUSAL, Delta, Passage, SearchFilter, SearchHit  # noqa: E402
 
 HELDOUT = ROOT / "eval" / "heldout"
 SAMPLE = HELDOUT / "chat_sample.json"
@@ -57,18 +57,20 @@ def sites() -> list[str]:
     return [s["name"] for s in json.loads((HELDOUT / "sites.json").read_text())]
 
 
-def choose(half: str = "sealed") -> dict:
+def choose(half: str = "sealed", seed: int = SEED, besides: dict | None = None) -> dict:
     """Each site's sample of one half, by a fixed seed (the sealed one is committed; the tune one,
-    where fixes are looked for answer by answer, is drawn the same way when asked for)."""
+    where fixes are looked for answer by answer, is drawn the same way when asked for). besides: a
+    sample whose questions are left out (a fresh draw, once the first has been read by hand)."""
     chosen: dict[str, dict[str, list[str]]] = {}
     for site in sites():
         questions = load_questions(HELDOUT / f"{site}.{half}.jsonl")
-        rng = random.Random(f"{SEED}:{site}")
+        taken = {i for ids in (besides or {}).get("sites", {}).get(site, {}).values() for i in ids}
+        rng = random.Random(f"{seed}:{site}")
         chosen[site] = {}
         for kind, count in PER_SITE.items():
-            ids = sorted(q.id for q in questions if q.answerable == (kind == "answerable"))
+            ids = sorted(q.id for q in questions if q.answerable == (kind == "answerable") and q.id not in taken)
             chosen[site][kind] = sorted(rng.sample(ids, min(count, len(ids))))
-    return {"seed": SEED, "half": half, "sites": chosen}
+    return {"seed": seed, "half": half, "sites": chosen}
 
 
 def sample_questions(sample: dict) -> dict[str, list[Question]]:
@@ -103,6 +105,7 @@ def ask_one(app: Pgcite, generator, site: str, q: Question) -> dict:
         "question": q.question,
         "answerable": q.answerable,
         "text": answer.text,
+        "streamed": "".join(streamed),
         "refused": answer.refused,
         "exact_refusal": answer.text.strip() == REFUSAL,
         "declines": not answer.refused and bool(DECLINES.search(answer.text)),
@@ -131,6 +134,47 @@ def ask_one(app: Pgcite, generator, site: str, q: Question) -> dict:
         "first_text_s": first,
         "seconds": time.perf_counter() - started,
     }
+
+
+def as_written(row: dict) -> str:
+    """The answer as the model wrote it: kept since the rows have "streamed"; before, the final text
+    without the ` [n]` pgcite added after each claim it found a source for."""
+    if "streamed" in row:
+        return row["streamed"]
+    text, out, cursor = row["text"], [], 0
+    for n, sentence in row["added_citations"]:
+        words = r"\s+".join(re.escape(w) for w in sentence.rstrip(".!?;:").split()[-8:])
+        mark = re.compile(words + r"( \[" + str(n) + r"\])").search(text, cursor)
+        if mark:
+            out.append(text[cursor : mark.start(1)])
+            cursor = mark.end(1)
+    return "".join(out) + text[cursor:]
+
+
+def recheck(row: dict, embedder) -> dict:
+    """The row with its checks made again by the checks as they are now, on the text as written
+    (links are checked against the sources' text only: the rows keep no URLs)."""
+    if row["refused"]:
+        return row
+    passages = [
+        Passage(
+            f["n"],
+            SearchHit("", row["site"], f["path"], "", f["title"], f["heading"], f["breadcrumb"], f["content"], 0.0),
+        )
+        for f in row["fed"]
+    ]
+    written = as_written(row)
+    checks = check_answer(written, passages, embedder, row["invalid_citations_written"], question=row["question"])
+    text = with_added_citations(written, checks)
+    return dict(
+        row,
+        text=text,
+        citations=sorted({int(n) for m in CITATION.finditer(text) for n in re.split(r"\s*,\s*", m.group(1))}),
+        uncited=checks.uncited_sentences,
+        unsupported=[u.sentence for u in checks.unsupported],
+        added_citations=[[a.source, a.sentence] for a in checks.added_citations],
+        passed=checks.passed,
+    )
 
 
 def record(row: dict) -> AnswerRecord:
@@ -195,7 +239,17 @@ def main() -> int:
     parser.add_argument("--chat-model", default="")
     parser.add_argument("--only", choices=("extractive", "chat"), help="one generator")
     parser.add_argument(
-        "--half", choices=("sealed", "tune"), default="sealed", help="tune: the same draw from the tune halves"
+        "--recheck",
+        action="store_true",
+        help="ask nothing: make the checks of the answers in WORK again (to WORK/NAME.recheck.jsonl), as the"
+        " checks are now",
+    )
+    parser.add_argument(
+        "--half",
+        choices=("sealed", "tune", "fresh"),
+        default="sealed",
+        help="tune: the same draw from the tune halves; fresh: another draw from the sealed halves, without"
+        " the committed sample's questions (for an audit once that sample's answers have been read)",
     )
     args = parser.parse_args()
     if args.choose:
@@ -205,9 +259,21 @@ def main() -> int:
         return 0
     if not args.work:
         parser.error("--work is required")
-    questions = sample_questions(json.loads(SAMPLE.read_text()) if args.half == "sealed" else choose("tune"))
+    committed = json.loads(SAMPLE.read_text())
+    draws = {"sealed": committed, "tune": choose("tune"), "fresh": choose("sealed", SEED + 1, besides=committed)}
+    questions = sample_questions(draws[args.half])
     settings = load_settings()
     with Pgcite(settings) as app:
+        if args.recheck:
+            lines = []
+            for out in sorted(args.work.glob("*.jsonl")):
+                if out.stem.endswith(".recheck") or (args.only and out.stem != args.only):
+                    continue
+                rows = [recheck(json.loads(line), app.embedder) for line in out.read_text().splitlines()]
+                out.with_suffix(".recheck.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+                lines += report(f"{out.stem}, checked again", rows, questions)
+            print("\n".join(lines))
+            return 0
         generators = {"extractive": ExtractiveGenerator(app.embedder)}
         if args.chat_url:
             chat = dataclasses.replace(settings, chat_url=args.chat_url, chat_model=args.chat_model)

@@ -124,3 +124,89 @@ def test_a_list_item_or_table_row_without_a_citation_no_source_supports_is_still
         "`--colour` | Paints every widget bright orange before shipping",
     ]
     assert checks.added_citations == [] and not checks.passed
+
+
+# What Qwen2.5-Coder-1.5B wrote on the held-out sites' tune halves that shared words let through,
+# told again about widgets: a detail made up around the section's words, the section's "not"
+# dropped, a yes that only restates the question, a source chosen for one shared word, and an
+# answer that is all invented code.
+
+_RELEASES = [
+    _passage(1, "Set `preferred-dark-theme` in `book.toml` to choose the dark theme. Builds take five seconds."),
+    _passage(2, "Widget upcasters work on the JSON form, so they don't apply to binary widgets. Add a new "
+                "widget type for each version instead."),
+]
+
+
+def test_a_claim_naming_what_its_source_does_not_is_unsupported_whatever_words_it_shares(embedder):
+    answer = ("Set the `preferred-dark-theme` option in your `config.toml` file [1]. "
+              "Set `preferred-dark-theme` in `book.toml` to choose the dark theme [1]. "
+              "A build takes 5 seconds [1]. A build takes 12 seconds [1].")
+    checks = check_answer(answer, _RELEASES, embedder, invalid=[])
+    assert [(u.sentence, u.why) for u in checks.unsupported] == [
+        ("Set the `preferred-dark-theme` option in your `config.toml` file .",
+         "it names `config.toml`, which the sources do not"),
+        ("A build takes 12 seconds .", "it names `12`, which the sources do not"),
+    ]
+    assert "(it names `config.toml`, which the sources do not)" in "\n".join(checks.warnings())
+
+
+def test_a_claim_dropping_its_sources_not_is_unsupported_and_one_keeping_it_is_not(embedder):
+    kept = check_answer("Upcasters don't apply to binary widgets [2].", _RELEASES, embedder, invalid=[])
+    assert kept.passed
+    dropped = check_answer("Your existing upcasters apply to binary widgets too [2].", _RELEASES, embedder, [])
+    assert [(u.sources, u.why) for u in dropped.unsupported] == [((2,), "it says the opposite of the source")]
+    # Uncited, it is not cited for the source it contradicts.
+    uncited = check_answer("Your existing upcasters apply to binary widgets too.", _RELEASES, embedder, [])
+    assert uncited.added_citations == [] and uncited.uncited_sentences and not uncited.passed
+
+
+def test_a_verdict_that_only_restates_the_question_is_not_a_checked_claim(embedder):
+    question = "Do existing upcasters work with binary widgets?"
+    verdict = check_answer("Yes, existing upcasters work with binary widgets [2].", _RELEASES, embedder, [],
+                           question=question)
+    assert [(u.sentence, u.why) for u in verdict.unsupported] == [
+        ("Yes, existing upcasters work with binary widgets .", "it only restates the question")]
+    said = check_answer("No: add a new widget type for each version instead [2].", _RELEASES, embedder, [],
+                        question=question)
+    assert said.passed
+
+
+def test_an_uncited_claim_is_not_cited_for_a_source_sharing_one_word():
+    passages = [_passage(1, "Check the header."), _passage(2, "Widgets float on mercury.")]
+    checks = check_answer("You never need to check anything else.", passages, _NoEmbedder(), [])
+    assert checks.added_citations == [] and checks.uncited_sentences == ["You never need to check anything else."]
+
+
+def test_an_answer_with_nothing_to_check_does_not_pass_unless_a_source_gives_its_code(embedder):
+    invented = "```sh\nnpm install @widgets/plugin-glow\n```"
+    checks = check_answer(invented, _RELEASES, embedder, [])
+    assert checks.nothing_checked and not checks.passed
+    assert "nothing to check" in checks.warnings()[0]
+    given = [_passage(1, "Install it:\n\n```sh\nnpm install @widgets/plugin-glow\n```")]
+    assert check_answer(invented + "\n[1]", given, embedder, []).passed
+
+
+def test_a_list_item_ending_in_a_lead_in_is_checked_without_it(embedder):
+    answer = "1. **Install**: first, install the glow plugin for widgets [1]. Run this command:\n\n   ```sh\n   x\n   ```\n"
+    supported = [_passage(1, "Install the glow plugin for widgets to make them glow.")]
+    assert check_answer(answer, supported, embedder, []).passed
+    assert not check_answer(answer, _RELEASES, embedder, []).passed
+
+
+class _NoEmbedder:
+    """Where no sentence reaches the semantic measure, nothing is embedded."""
+
+    def embed_documents(self, texts):
+        raise AssertionError(f"embedded {texts}")
+
+
+def test_a_package_to_install_that_no_source_names_is_reported(embedder):
+    """Invented on the held-out sites: `npm install @docusaurus/plugin-giscus`, a name anybody could publish."""
+    passages = [_passage(1, "Comments come from giscus. Install `@giscus/react` and wrap the blog post item.")]
+    answer = ("Install the giscus component for the blog post item [1].\n\n"
+              "```sh\nnpm install --save @giscus/react @docusaurus/plugin-giscus@3\n```\n")
+    checks = check_answer(answer, passages, embedder, [])
+    assert checks.foreign_packages == ["@docusaurus/plugin-giscus"] and not checks.passed
+    assert ("package to install that no source names (check it exists and is the right one): "
+            "@docusaurus/plugin-giscus") in checks.warnings()

@@ -60,11 +60,12 @@ def _numbers(answer) -> dict[str, int]:
 
 
 def test_a_well_cited_answer_passes_every_check(widget_store, embedder, fake: FakeOpenAI):
-    fake.script(Reply("Widgets need Python 3.11 and 2 GB of disk [1]. Install them with `pip install widgets` [1].",
+    fake.script(Reply("Widgets need Python 3.11 and 2 GB of disk [1]. Install them with `pip install widgets` [2].",
                       split=7))
     answer = _ask("What do I need to install widgets?", widget_store, embedder, ChatGenerator(fake.chat_settings()))
     assert not answer.refused and answer.generator == "chat:fake-chat"
-    assert answer.sources[0].hit.path == "install.md" and answer.citations == [1]
+    assert [p.hit.heading for p in answer.sources[:2]] == ["Requirements", "Install command"]
+    assert answer.citations == [1, 2]
     assert answer.checks.warnings() == []
     assert answer.usage.prompt_tokens and answer.usage.completion_tokens
     prompt = fake.last_chat["messages"][-1]["content"]

@@ -154,3 +154,14 @@ def test_invisible_characters_are_not_stored():
     page = parse("# Reset\n\nSign in at https\u200b://docs.widgets.dev/\u202ereset\ufeff.\n", "reset")
     assert page.markdown == "# Reset\n\nSign in at https://docs.widgets.dev/reset.\n"
     assert "\u200d" in parse("# Emoji\n\nA family: 👨\u200d👩\u200d👧.\n", "e").markdown  # joiners stay
+
+
+def test_install_commands_name_their_packages_without_versions_options_or_paths():
+    from pgcite.safety import install_targets
+
+    text = ("```sh\nnpm install -g firebase-tools @scope/plugin@3.0 --save-dev\n"
+            "pip install -r requirements.txt 'fastapi[standard]>=0.100' uvicorn==0.3 ./local\n"
+            "cargo install --git https://github.com/rust-lang/mdbook.git mdbook\n```\n"
+            "Then `uv add a2wsgi` and `dotnet add package JasperFx.Aspire`; `npm test` installs nothing.")
+    assert install_targets(text) == ["firebase-tools", "@scope/plugin", "fastapi", "uvicorn", "mdbook", "a2wsgi",
+                                     "JasperFx.Aspire"]

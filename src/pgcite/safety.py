@@ -99,6 +99,56 @@ def foreign_links(answer: str, sources: Iterable[str]) -> list[str]:
     return [x for x in links_and_emails(answer) if _normalise_link(x) not in known]
 
 
+# A command that installs a package, and the package names it gives: an answer telling readers to
+# install a name no source gives may have made it up, and a made-up name is one anybody can publish.
+_INSTALL = re.compile(
+    r"\b(?:(?:npm|pnpm|yarn|bun)\s+(?:install|add|i)|(?:pip3?|pipx|uv\s+pip)\s+install|(?:uv|poetry)\s+add|"
+    r"cargo\s+(?:install|add)|go\s+(?:install|get)|gem\s+install|composer\s+require|dotnet\s+add\s+package|"
+    r"Install-Package|apt(?:-get)?\s+install|brew\s+install)\b([^\n`|;&]*)"
+)
+# Options whose value is a file, URL or version rather than a package.
+_VALUED = {
+    "-r",
+    "--requirement",
+    "-c",
+    "--constraint",
+    "-e",
+    "--editable",
+    "-i",
+    "--index-url",
+    "--registry",
+    "--git",
+    "--branch",
+    "--tag",
+    "--rev",
+    "--path",
+    "--version",
+    "-v",
+    "--source",
+    "--root",
+}
+
+
+def install_targets(text: str) -> list[str]:
+    """The packages the install commands in a text name, without versions or extras."""
+    names: list[str] = []
+    for match in _INSTALL.finditer(text):
+        words = match.group(1).split()
+        for i, word in enumerate(words):
+            if word.startswith("-") or (i and words[i - 1] in _VALUED) or "://" in word or word.startswith((".", "/")):
+                continue
+            name = re.split(r"[=<>~!\[;]|(?<!^)@", word.strip("'\""))[0]  # pkg==1, pkg[extra], pkg@1, @scope/pkg@1
+            if name and name not in names:
+                names.append(name)
+    return names
+
+
+def foreign_packages(answer: str, sources: Iterable[str]) -> list[str]:
+    """Packages an answer's install commands name that no fed source mentions."""
+    known = fold(" ".join(sources)).lower()
+    return [name for name in install_targets(answer) if name.lower() not in known]
+
+
 # The list ships in the package (with private suffixes such as github.io) and is never fetched.
 _SUFFIXES = PublicSuffixList()
 ALLOW_ALL = "*"

@@ -3,12 +3,15 @@
 - each cited sentence, list item or table row (one unit: a citation at its end covers it) is
   compared with the sources it cites: its support is the share of its content words found in them,
   or, when that is low, the best cosine similarity between the sentence and one of their
-  sentences; below SEMANTIC_SUPPORT it is reported as unsupported;
+  sentences; below SEMANTIC_SUPPORT it is reported as unsupported. Shared words do not vouch for
+  one that names what its sources do not, says the opposite of them, or only restates the question;
 - each uncited one is compared so with each source given: pgcite cites the one that supports it
   (the answer given has the number, with_added_citations), or reports it as uncited and unsupported;
+- an answer with nothing to check (no claim, no code a source gives) does not pass;
 - links and e-mail addresses that appear in no fed source are reported (a poisoned page's way
   of sending readers elsewhere), and so are those found in a source but on a site other than the
-  docs' own (the fed sources' base URLs and the allowed hosts).
+  docs' own (the fed sources' base URLs and the allowed hosts); so are packages an install
+  command names that no fed source mentions (a made-up name is one anybody can publish).
 An answer passes (Checks.passed) when nothing is reported but links a source holds to another site."""
 
 from __future__ import annotations
@@ -18,10 +21,23 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from markdown_it import MarkdownIt
 
+from pgcite.answer.claims import (
+    CITATION,
+    SENTENCE_END,
+    code_blocks,
+    content_words,
+    exact_terms,
+    folded,
+    is_claim,
+    negated_words,
+    says_not,
+    split_claims,
+    term_in,
+    without_lead_in,
+)
 from pgcite.embedding.models import Embedder
-from pgcite.safety import foreign_links, offsite_links, own_sites
+from pgcite.safety import foreign_links, foreign_packages, offsite_links, own_sites
 from pgcite.vocabulary import REFUSAL, Passage
 
 # A cited sentence is supported when at least half its content words occur in the cited sources,
@@ -29,15 +45,7 @@ from pgcite.vocabulary import REFUSAL, Passage
 LEXICAL_SUPPORT = 0.5
 SEMANTIC_SUPPORT = 0.6
 
-# Sources are numbered from 1, so "[0]" (an index in code) is never a citation.
-CITATION = re.compile(r"\[([1-9]\d*(?:\s*,\s*[1-9]\d*)*)\]")
-_STOPWORDS = frozenset(
-    (
-        "a an and are as at be been but by can do does for from has have how i if in into is it its of on or so such "
-        "than that the their then there these they this to was were what when where which while who will with you your "
-        "not no yes should would could may might must also only just more most very"
-    ).split()
-)
+__all__ = ["CITATION", "AddedCitation", "Checks", "CitationFilter", "Unsupported", "check_answer", "is_refusal"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,7 @@ class Unsupported:
     sentence: str
     sources: tuple[int, ...]
     support: float
+    why: str = ""  # when it is not the words' support: a name the sources lack, a "not", the question
 
 
 @dataclass(frozen=True)
@@ -63,12 +72,22 @@ class Checks:
     unsupported: list[Unsupported] = field(default_factory=list)
     foreign_links: list[str] = field(default_factory=list)
     offsite_links: list[str] = field(default_factory=list)
+    foreign_packages: list[str] = field(default_factory=list)  # to install, named by no source
+    # An answer with nothing to check (code no source gives, lead-ins, fragments) does not pass.
+    nothing_checked: bool = False
 
     @property
     def passed(self) -> bool:
         """Every claim cites a source given that supports it, and no link is invented. (A link to
         another site that a source holds is only a caution: the docs themselves give it.)"""
-        return not (self.invalid_citations or self.uncited_sentences or self.unsupported or self.foreign_links)
+        return not (
+            self.invalid_citations
+            or self.uncited_sentences
+            or self.unsupported
+            or self.foreign_links
+            or self.foreign_packages
+            or self.nothing_checked
+        )
 
     def as_json(self) -> dict:
         return dict(asdict(self), passed=self.passed)
@@ -87,8 +106,14 @@ class Checks:
                 if u.sources
                 else "no citation, and no source given supports it"
             )
-            lines.append(f"{by} (support {u.support:.2f}): {u.sentence!r}")
+            lines.append(f"{by} ({u.why or f'support {u.support:.2f}'}): {u.sentence!r}")
+        if self.nothing_checked:
+            lines.append("nothing to check: no sentence, list item or table row, and no code a source gives as it is")
         lines += [f"link not found in any source (do not trust it): {x}" for x in self.foreign_links]
+        lines += [
+            f"package to install that no source names (check it exists and is the right one): {x}"
+            for x in self.foreign_packages
+        ]
         lines += [
             f"link to another site than the docs' own (check it before you follow it): {x}" for x in self.offsite_links
         ]
@@ -123,139 +148,92 @@ class CitationFilter:
         return CITATION.sub(self._clean, text)
 
 
-def _content_words(text: str) -> set[str]:
-    return {w.rstrip("s") for w in re.findall(r"[a-z0-9_]+", text.lower()) if w not in _STOPWORDS and len(w) > 1}
-
-
-_MD = MarkdownIt("commonmark").enable("table")
-# A sentence ends at . ! or ? before a capital, quote or code span; a citation written after the
-# full stop ("... done. [2]") stays with its sentence.
-_SENTENCE_END = re.compile(r"(?<=[.!?\]])\s+(?=[A-Z`\"(])")
-_PIPE_ROW = re.compile(r"^\s*\|(.+?)\|?\s*$")
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _claims(answer: str) -> list[str]:
-    """The units a citation covers, outside code: each sentence of a paragraph (wrapped lines
-    joined), each list item and each table body row whole (cells joined by " | "; the header
-    names columns, it claims nothing). Headings claim nothing either. A citation at the end of
-    an item or row is the one its writer gave it."""
-    tokens = _MD.parse(answer)
-    claims: list[str] = []
-    items: list[tuple[int, list[str]]] = []  # open list items: (place in claims, own paragraphs)
-    row: list[str] | None = None
-    in_head = False
-    for i, tok in enumerate(tokens):
-        if tok.type == "list_item_open":
-            items.append((len(claims), []))
-        elif tok.type == "list_item_close":
-            place, paragraphs = items.pop()
-            if text := _one_line(" ".join(paragraphs)):
-                claims.insert(place, text)  # before its nested items, as it is written
-        elif tok.type in ("thead_open", "thead_close"):
-            in_head = tok.type == "thead_open"
-        elif tok.type == "tr_open":
-            row = []
-        elif tok.type == "tr_close" and row is not None:
-            if not in_head and any(row):
-                claims.append(" | ".join(cell for cell in row if cell))
-            row = None
-        elif tok.type == "inline":
-            kind = tokens[i - 1].type if i else ""
-            if row is not None:
-                row.append(_one_line(tok.content))
-            elif kind == "heading_open":
-                continue
-            elif items and kind == "paragraph_open":
-                items[-1][1].append(tok.content)
-            else:
-                claims += _sentences(tok.content)
-    return claims
-
-
-def _sentences(paragraph: str) -> list[str]:
-    """A paragraph's sentences; a line that is a table row left unparsed (no header) is one."""
-    claims: list[str] = []
-    lines: list[str] = []
-
-    def flush() -> None:
-        claims.extend(_SENTENCE_END.split(_one_line(" ".join(lines))))
-        lines.clear()
-
-    for line in paragraph.split("\n"):
-        if row := _PIPE_ROW.match(line):
-            flush()
-            claims.append(" | ".join(cell.strip() for cell in row.group(1).split("|") if cell.strip()))
-        else:
-            lines.append(line)
-    flush()
-    return [claim for claim in claims if claim]
-
-
-def _is_claim(sentence: str) -> bool:
-    """Worth a citation: not a lead-in ("Here is how:"), a bare citation, or a short fragment."""
-    words = [w for w in CITATION.sub("", sentence).split() if w != "|"]
-    return len(words) >= 4 and not sentence.rstrip().endswith(":")
-
-
 def check_answer(
     text: str,
     passages: Sequence[Passage],
     embedder: Embedder,
     invalid: list[int],
     allowed_hosts: str = "",
+    question: str = "",
 ) -> Checks:
     checks = Checks(invalid_citations=list(invalid))
     by_number = {p.number: p for p in passages}
-    # (sentence, the sources it is measured against, its best lexical support, cited): a cited
-    # sentence against its cited sources together; an uncited one against each source given, so
-    # that the one supporting it can be cited for it (small models often leave the number out).
-    queue: list[tuple[str, tuple[int, ...], float, bool]] = []
+    asked = content_words(question)
+    # Sentences measured by meaning: (sentence, the sources it is measured against, its lexical
+    # support, cited, the cosine it needs). A cited sentence is measured against its cited sources
+    # together; an uncited one against each source given that could support it, so that the one
+    # that does is cited for it (small models often leave the number out). A need of -1 only
+    # chooses among sources that its words already support equally.
+    queue: list[tuple[str, tuple[int, ...], float, bool, float]] = []
     uncited: list[tuple[str, int]] = []  # (sentence, the source that supports it)
-    for sentence in _claims(text):
-        if not _is_claim(sentence):
-            continue
+
+    def unsupported(plain: str, against: tuple[int, ...], support: float, why: str = "") -> None:
+        checks.unsupported.append(Unsupported(plain, against, round(support, 3), why))
+        if not against:
+            checks.uncited_sentences.append(plain)
+
+    claims = [c for c in map(without_lead_in, split_claims(text)) if is_claim(c)]
+    # Code is not read as claims; a block a source gives word for word still counts as checked.
+    verbatim = [b for b in code_blocks(text) if any(folded(b) in folded(p.hit.content) for p in passages)]
+    checks.nothing_checked = not claims and not verbatim
+    for sentence in claims:
         numbers = {int(n) for m in CITATION.finditer(sentence) for n in re.split(r"\s*,\s*", m.group(1))}
         cited = tuple(sorted(numbers & set(by_number)))
         plain = CITATION.sub("", sentence).strip()
-        words = _content_words(plain)
-        if cited:
-            lexical = _lexical(words, [by_number[n] for n in cited])
-            if lexical < LEXICAL_SUPPORT:
-                queue.append((plain, cited, lexical, True))
+        words = content_words(plain)
+        if asked and words and words <= asked:
+            # "Yes, X does Y" for "Does X do Y?": a verdict whose words all come from the question,
+            # which no count of words found in a source can check.
+            unsupported(plain, cited, 0.0, "it only restates the question")
             continue
-        best, lexical = max(
-            ((n, _lexical(words, [by_number[n]])) for n in by_number), key=lambda x: x[1], default=(0, 0.0)
-        )
-        if lexical >= LEXICAL_SUPPORT:
-            uncited.append((plain, best))
+        if cited:
+            sources = [by_number[n] for n in cited]
+            lexical = _lexical(words, sources)
+            if why := _unfaithful(plain, words, sources):
+                unsupported(plain, cited, lexical, why)
+            elif lexical < LEXICAL_SUPPORT:
+                queue.append((plain, cited, lexical, True, SEMANTIC_SUPPORT))
+            continue
+        # A source may be cited for it only if it gives its names, does not say the opposite, and
+        # shares at least two of its words (one shared word, such as a heading's "check", proves nothing).
+        fits = {
+            n: _lexical(words, [p])
+            for n, p in by_number.items()
+            if len(words & _held(p)) >= min(2, len(words)) and not _unfaithful(plain, words, [p])
+        }
+        lexical = max(fits.values(), default=0.0)
+        tied = tuple(n for n, share in fits.items() if share == lexical)
+        if lexical >= LEXICAL_SUPPORT and len(tied) == 1:
+            uncited.append((plain, tied[0]))
+        elif fits:
+            queue.append(
+                (
+                    plain,
+                    tied if lexical >= LEXICAL_SUPPORT else tuple(fits),
+                    lexical,
+                    False,
+                    -1.0 if lexical >= LEXICAL_SUPPORT else SEMANTIC_SUPPORT,
+                )
+            )
         else:
-            queue.append((plain, tuple(by_number), lexical, False))
+            unsupported(plain, (), lexical)
     if queue:
         source_sentences = {
-            n: [s for s in _claims(by_number[n].hit.content) if len(s.split()) >= 3] or [by_number[n].hit.content]
-            for _, against, _, _ in queue
+            n: [s for s in split_claims(by_number[n].hit.content) if len(s.split()) >= 3] or [by_number[n].hit.content]
+            for _, against, _, _, _ in queue
             for n in against
         }
         flat = [(n, s) for n, sentences in source_sentences.items() for s in sentences]
-        vectors = embedder.embed_documents([s for s, _, _, _ in queue] + [s for _, s in flat])
+        vectors = embedder.embed_documents([s for s, _, _, _, _ in queue] + [s for _, s in flat])
         claim_vectors, sentence_vectors = vectors[: len(queue)], vectors[len(queue) :]
-        for (plain, against, lexical, was_cited), claim_vector in zip(queue, claim_vectors, strict=True):
+        for (plain, against, lexical, was_cited, need), claim_vector in zip(queue, claim_vectors, strict=True):
             rows = [i for i, (n, _) in enumerate(flat) if n in against]
             similarity = sentence_vectors[rows] @ claim_vector if rows else np.zeros(1)
             semantic = float(np.max(similarity))
-            if semantic >= SEMANTIC_SUPPORT:
-                if not was_cited:
-                    uncited.append((plain, flat[rows[int(np.argmax(similarity))]][0]))
-                continue
-            checks.unsupported.append(
-                Unsupported(plain, against if was_cited else (), round(max(lexical, semantic), 3))
-            )
-            if not was_cited:
-                checks.uncited_sentences.append(plain)
+            if semantic < need:
+                unsupported(plain, against if was_cited else (), max(lexical, semantic))
+            elif not was_cited:
+                uncited.append((plain, flat[rows[int(np.argmax(similarity))]][0]))
     cursor = 0
     for plain, source in sorted(uncited, key=lambda x: _end_of(text, x[0]) or 0):
         at = _end_of(text, plain, cursor)
@@ -265,6 +243,7 @@ def check_answer(
             checks.added_citations.append(AddedCitation(plain, source))
             cursor = at
     checks.foreign_links = foreign_links(text, [f"{p.hit.url}\n{p.hit.content}" for p in passages])
+    checks.foreign_packages = foreign_packages(text, [p.hit.content for p in passages])
     own = own_sites([p.hit.url for p in passages], allowed_hosts)
     checks.offsite_links = [x for x in offsite_links(text, own) if x not in checks.foreign_links]
     return checks
@@ -298,12 +277,44 @@ def with_added_citations(text: str, checks: Checks) -> str:
     return "".join(out) + text[cursor:]
 
 
+def _held(passage: Passage) -> set[str]:
+    return content_words(passage.hit.breadcrumb + " " + passage.hit.content)
+
+
 def _lexical(words: set[str], sources: Sequence[Passage]) -> float:
     """The share of a sentence's content words that the sources hold (heading path included)."""
     if not words:
         return 1.0
-    held = set().union(*(_content_words(p.hit.breadcrumb + " " + p.hit.content) for p in sources))
+    held = set().union(*(_held(p) for p in sources))
     return len(words & held) / len(words)
+
+
+def _unfaithful(claim: str, words: set[str], sources: Sequence[Passage]) -> str:
+    """Why shared words cannot vouch for the claim, if they cannot: it gives a name or value the
+    sources do not (a model makes details up around the words it read), or it says the opposite
+    of the source sentences closest to it ("your upcasters keep working" against "they don't
+    apply"). Empty when neither."""
+    held = folded(" ".join(p.hit.breadcrumb + " " + p.hit.content for p in sources))
+    if missing := sorted(t for t in exact_terms(claim) if not term_in(t, held)):
+        return "it names " + ", ".join(f"`{t}`" for t in missing) + ", which the sources do not"
+    sentences = [s for p in sources for s in split_claims(p.hit.content) or [p.hit.content]]
+    kept = [content_words(s) for s in sentences]
+    for part in SENTENCE_END.split(claim):
+        own = content_words(part)
+        shared = [len(own & k) for k in kept]
+        most = max(shared, default=0)
+        closest = [s for s, n in zip(sentences, shared, strict=True) if most and n == most]
+        if not any(says_not(s) == says_not(part) for s in closest) and any(_denies(part, own, s) for s in closest):
+            return "it says the opposite of the source"
+    return ""
+
+
+def _denies(claim: str, words: set[str], source: str) -> bool:
+    """One of the two says "not" about at least two of the claim's words and the other says no "not"."""
+    if says_not(claim) == says_not(source):
+        return False
+    under = negated_words(claim) & content_words(source) if says_not(claim) else negated_words(source) & words
+    return len(under) >= 2
 
 
 def is_refusal(text: str) -> bool:

@@ -127,7 +127,7 @@ def ask_stream(
     if refused:
         checks = Checks(invalid_citations=citations.invalid)
     else:
-        checks = check_answer(text, selected.passages, embedder, citations.invalid, allowed_hosts)
+        checks = check_answer(text, selected.passages, embedder, citations.invalid, allowed_hosts, question)
         # The answer as given: streamed as written, then whole with the citations pgcite added.
         text = with_added_citations(text, checks)
     used = sorted({int(n) for m in CITATION.finditer(text) for n in re.split(r"\s*,\s*", m.group(1))})
