@@ -21,7 +21,7 @@ from pgcite.errors import PgciteError
 from pgcite.messaging import render
 from pgcite.messaging.channels import ChannelMap, Scope
 from pgcite.messaging import streaming
-from pgcite.store import slack_sql
+from pgcite.store import chat_sql
 from pgcite.vocabulary import REFUSAL, Passage, SearchHit, Usage
 from tests.fake_slack import BOT_USER, TEAM, TOKEN, FakeSlack, sign
 from tests.http_server import Reply, call, running, warm_app
@@ -314,8 +314,8 @@ def test_an_answer_left_by_a_server_that_stopped_is_finished_by_the_next(fake: F
     ts = fake.user_message("C1", "U1", f"<@{BOT_USER}> {question}")
     placeholder = fake._call("chat.postMessage", {"channel": "C1", "thread_ts": ts, "text": render.THINKING})[1]["ts"]
     with core.writer() as store:  # what the stopped server left: the event taken, its placeholder posted
-        pending = slack_sql.Pending(f"T1/C1/{ts}", TEAM, "C1", "U1", ts, placeholder, question)
-        assert slack_sql.take(store, pending, lease=0)
+        pending = chat_sql.Pending(f"T1/C1/{ts}", TEAM, "C1", "U1", ts, placeholder, question)
+        assert chat_sql.take(store, pending, lease=0)
     with running(core):  # a server starting finishes it in the same reply
         answer = answer_in(fake, "C1", ts)
     assert answer["ts"] == placeholder and "40 turns per second" in text_of(answer)

@@ -128,6 +128,17 @@ class Settings:
     # Which sources each channel may read: `TEAM/CHANNEL=source,source` entries separated by ';',
     # CHANNEL `*` for the rest of a workspace, sources `*` for every source. Unlisted: no answer.
     slack_channels: str = ""
+    # Discord (docs/discord.md): the application's public key (hex) and id, from the Developer Portal;
+    # with the key set, `pgcite serve` answers Discord's interactions at POST /discord/interactions.
+    discord_public_key: str = ""
+    discord_application_id: str = ""
+    # The bot's token: only `pgcite discord register` uses it (answers go through the interactions' tokens).
+    discord_bot_token: str = ""
+    # Discord's REST API (another only for a test's fake of it).
+    discord_api_url: str = "https://discord.com/api/v10"
+    # Which sources each channel may read, as slack_channels: `GUILD/CHANNEL=source,source` entries
+    # separated by ';', CHANNEL `*` for the rest of a guild, sources `*` for every source.
+    discord_channels: str = ""
 
 
 _ENV_PREFIX = "PGCITE_"

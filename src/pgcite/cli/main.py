@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from pgcite.cli.answers import ask, search
+from pgcite.cli.chat import discord_app
 from pgcite.cli.common import err
 from pgcite.cli.eval import eval_questions
 from pgcite.cli.export import export_app
@@ -44,6 +45,7 @@ app.add_typer(db_app, name="db")
 app.add_typer(keys_app, name="keys")
 app.add_typer(log_app, name="log")
 app.add_typer(export_app, name="export")
+app.add_typer(discord_app, name="discord")
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ import json
 import re
 
 from pgcite.answer.flow import Answer
-from pgcite.vocabulary import SearchHit
+from pgcite.messaging import citations
 
 HELPFUL, NOT_HELPFUL = "pgcite_helpful", "pgcite_not_helpful"
 RATINGS = {HELPFUL: "up", NOT_HELPFUL: "down"}
@@ -20,7 +20,6 @@ SECTION_CHARS = 2900  # a section block's text holds 3000 characters
 MAX_SECTIONS = 40  # a message holds 50 blocks
 COMMENT_CHARS = 2000
 
-_MARKER = re.compile(r"\[([1-9]\d*)\]")
 _ENTITY = re.compile(r"<([^<>|]*)(?:\|([^<>]*))?>")
 
 
@@ -55,21 +54,9 @@ def question_of(text: str) -> str:
 
 def _link(url: str, label: str) -> str:
     """`<url|label>` for a web address; anything else is the label alone."""
-    if not url.startswith(("https://", "http://")):
+    if not citations.web(url):
         return label
     return f"<{escape(url).replace('|', '%7C')}|{label}>"
-
-
-def _cited(text: str, by_number: dict[int, SearchHit]) -> str:
-    """The answer's text escaped, each [n] a link to its section."""
-    out, at = [], 0
-    for m in _MARKER.finditer(text):
-        out.append(escape(text[at : m.start()]))
-        hit = by_number.get(int(m.group(1)))
-        out.append(_link(hit.url, m.group(0)) if hit else m.group(0))
-        at = m.end()
-    out.append(escape(text[at:]))
-    return "".join(out)
 
 
 def _pieces(text: str) -> list[str]:
@@ -105,13 +92,11 @@ def note(text: str) -> tuple[str, list[dict]]:
 
 def answer_message(answer: Answer) -> tuple[str, list[dict]]:
     """The finished answer: (fallback text, blocks)."""
-    by_number = {p.number: p.hit for p in answer.sources}
-    parts = [_cited(answer.text, by_number)]
-    if not answer.refused and answer.citations:
-        cited = [(n, by_number[n]) for n in answer.citations if n in by_number]
-        lines = [f"[{n}] {_link(hit.url, escape(hit.breadcrumb or hit.title or hit.path))}" for n, hit in cited]
+    parts = ["".join(piece for piece, _ in citations.cited_text(answer.text, answer, escape, _link))]
+    if cited := citations.cited_sources(answer):
+        lines = [f"[{n}] {_link(hit.url, escape(citations.label(hit)))}" for n, hit in cited]
         parts.append("*Sources*\n" + "\n".join(lines))
-    if links := [*answer.checks.foreign_links, *answer.checks.offsite_links]:
+    if links := citations.untrusted_links(answer):
         shown = ", ".join(f"`{escape(x).replace('`', '')}`" for x in links)
         parts.append(f"Check before you follow: {shown} (not on the docs' own site)")
     blocks = [_section(p) for part in parts for p in _pieces(part)][:MAX_SECTIONS]

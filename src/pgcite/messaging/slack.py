@@ -6,7 +6,7 @@ reach the answer log as a rating, and the comment of the modal that follows as i
 
 Each message is answered once: the first server to record it in the database takes it (a retried or
 twice-subscribed delivery finds it taken), and holds it by a lease while it answers; a server that
-stops mid-answer lets the lease run out, and a sweep (at start, then every SWEEP seconds) finishes
+stops mid-answer lets the lease run out, and a sweep (bots.py: at start, then every 30 seconds) finishes
 the answer in the same reply. The log says channel `slack` and who asked as TEAM/CHANNEL/USER."""
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import threading
-import time
 from collections.abc import Callable
 
 from slack_bolt import App
@@ -31,13 +29,11 @@ from pgcite.answer.flow import Answer
 from pgcite.core import Pgcite
 from pgcite.errors import PgciteError, first_line
 from pgcite.learn.log import Origin
-from pgcite.messaging import render
+from pgcite.messaging import bots, render
 from pgcite.messaging.channels import ChannelMap, Scope
 from pgcite.messaging.streaming import Reply
-from pgcite.safety import check_text
-from pgcite.store import slack_sql
-from pgcite.store.slack_sql import Pending
-from pgcite.vocabulary import MAX_QUESTION_CHARS, Delta, SearchFilter
+from pgcite.store import chat_sql
+from pgcite.store.chat_sql import Pending
 
 log = logging.getLogger("pgcite.slack")
 
@@ -45,8 +41,7 @@ NOT_SET_UP = "pgcite is not set up to answer in this channel; ask whoever runs i
 
 
 class SlackBot:
-    LEASE = 60.0  # seconds an answer stays its server's without a renewal
-    SWEEP = 30.0  # seconds between looks for answers a stopped server left
+    LEASE = bots.LEASE  # seconds an answer stays its server's without a renewal
 
     def __init__(self, core: Pgcite, follow_up: Callable[[str], bool]) -> None:
         settings = core.settings
@@ -84,13 +79,10 @@ class SlackBot:
         for action in render.RATINGS:
             self.app.action(action)(self._on_click)
         self.app.view(render.FEEDBACK_VIEW)(self._on_comment)
-        self._stop = threading.Event()
-        self._sweeper = threading.Thread(target=self._sweep, name="pgcite-slack-sweep", daemon=True)
-        self._sweeper.start()
+        self._sweeper = bots.Sweeper(core, "slack", self._resume, within="1 hour", log=log)
 
     def close(self) -> None:
-        self._stop.set()
-        self._sweeper.join(5)
+        self._sweeper.close()
 
     # --- questions ---------------------------------------------------------------------------
 
@@ -111,19 +103,19 @@ class SlackBot:
             team=team,
             channel=channel,
             user=event.get("user", ""),
-            thread_ts=event.get("thread_ts") or ts,
-            reply_ts="",
+            thread=event.get("thread_ts") or ts,
+            reply="",
             question="" if problem else question,
         )
         with self.core.writer() as store:
-            if not slack_sql.take(store, pending, self.LEASE):
+            if not chat_sql.take(store, pending, self.LEASE):
                 log.info("slack: %s delivered again; answered once", pending.event_id)
                 return
         scope = self.channels.scope(team, channel, direct=direct)
         if scope is None or problem:
             self._decline(pending, scope, problem)
             return
-        if pending.thread_ts != ts and self.follow_up(question):
+        if pending.thread != ts and self.follow_up(question):
             question = self._with_previous(pending, ts, question, bot, direct)
         self._start(dataclasses.replace(pending, question=question), scope)
 
@@ -139,7 +131,7 @@ class SlackBot:
             else:
                 text, blocks = render.note(problem)
                 self.client.chat_postMessage(
-                    channel=pending.channel, thread_ts=pending.thread_ts, text=text, blocks=blocks
+                    channel=pending.channel, thread_ts=pending.thread, text=text, blocks=blocks
                 )
         except SlackClientError as exc:
             log.warning("slack: could not reply in %s: %s", pending.channel, first_line(exc))
@@ -148,7 +140,7 @@ class SlackBot:
     def _with_previous(self, pending: Pending, ts: str, question: str, bot: str, direct: bool) -> str:
         """The question with the one the bot answered earlier in the thread before it (a follow-up)."""
         try:
-            reply = self.client.conversations_replies(channel=pending.channel, ts=pending.thread_ts, limit=200)
+            reply = self.client.conversations_replies(channel=pending.channel, ts=pending.thread, limit=200)
         except SlackClientError as exc:
             log.info("slack: the thread of a follow-up not read, asked alone: %s", first_line(exc))
             return question
@@ -169,72 +161,46 @@ class SlackBot:
         text, blocks = render.note(render.THINKING)
         try:
             posted = self.client.chat_postMessage(
-                channel=pending.channel, thread_ts=pending.thread_ts, text=text, blocks=blocks
+                channel=pending.channel, thread_ts=pending.thread, text=text, blocks=blocks
             )
         except SlackClientError as exc:  # the lease runs out and a sweep tries again
             log.warning("slack: could not reply in %s: %s", pending.channel, first_line(exc))
             return
-        pending = dataclasses.replace(pending, reply_ts=posted["ts"])
+        pending = dataclasses.replace(pending, reply=posted["ts"])
         with self.core.writer() as store:
-            slack_sql.started(store, pending.event_id, pending.reply_ts, pending.question, self.LEASE)
+            chat_sql.started(store, pending.event_id, pending.reply, pending.question, self.LEASE)
         self._answer(pending, scope)
 
     def _answer(self, pending: Pending, scope: Scope) -> None:
-        renewed = time.monotonic()
-
-        def renew() -> None:
-            nonlocal renewed
-            if time.monotonic() - renewed > self.LEASE / 3:
-                renewed = time.monotonic()
-                with self.core.writer() as store:
-                    slack_sql.renew(store, pending.event_id, self.LEASE)
-
-        reply = Reply(self._replies, pending.channel, pending.thread_ts, pending.reply_ts, renew=renew)
-        final = render.note("pgcite stopped before the answer was finished; ask again.")
-        try:
-            written: list[str] = []
-            for event in self.core.ask_stream(
-                pending.question,
-                filters=SearchFilter(exclude_flagged=True, allowed_sources=scope.sources),
-                origin=Origin("slack", f"{pending.team}/{pending.channel}/{pending.user}"),
-            ):
-                if isinstance(event, Delta):
-                    written.append(event.text)
-                    reply.grow(*render.growing("".join(written)))
-                elif isinstance(event, Answer):
-                    final = render.answer_message(event)
-        except PgciteError as exc:
-            final = render.note(str(exc))
-        except Exception as exc:  # the thread gets one line, the log the details
-            log.exception("slack: answering in %s failed", pending.channel)
-            final = render.note(f"pgcite could not answer ({exc.__class__.__name__}); the server log has the details")
+        reply = Reply(
+            self._replies, pending.channel, pending.thread, pending.reply, renew=bots.Lease(self.core, pending.event_id)
+        )
+        result = bots.answer(
+            self.core,
+            pending.question,
+            scope,
+            Origin("slack", f"{pending.team}/{pending.channel}/{pending.user}"),
+            lambda text: reply.grow(*render.growing(text)),
+            log,
+        )
+        final = render.answer_message(result) if isinstance(result, Answer) else render.note(result)
         if reply.finish(*final):
             self._finished(pending)
         else:
             log.error("slack: the answer in %s was not delivered; it is tried again in a minute", pending.channel)
 
     def _finished(self, pending: Pending) -> None:
-        with self.core.writer() as store:
-            slack_sql.finish(store, pending.event_id)
+        bots.finished(self.core, pending.event_id)
 
-    def _sweep(self) -> None:
-        while True:
-            try:
-                with self.core.writer() as store:
-                    stalled = slack_sql.take_stalled(store, self.LEASE)
-                for pending in stalled:
-                    log.info("slack: finishing %s, left by a server that stopped", pending.event_id)
-                    scope = self.channels.scope(pending.team, pending.channel, direct=pending.channel.startswith("D"))
-                    if scope is None or not pending.question:
-                        self._finished(pending)
-                    elif not pending.reply_ts:
-                        self._start(pending, scope)
-                    else:
-                        self._answer(pending, scope)
-            except Exception as exc:  # noqa: BLE001 -- a sweep that fails is tried again
-                log.warning("slack: a look for unfinished answers failed: %s", first_line(exc))
-            if self._stop.wait(self.SWEEP):
-                return
+    def _resume(self, pending: Pending) -> None:
+        """An answer a stopped server left: started again, or finished in its reply."""
+        scope = self.channels.scope(pending.team, pending.channel, direct=pending.channel.startswith("D"))
+        if scope is None or not pending.question:
+            self._finished(pending)
+        elif not pending.reply:
+            self._start(pending, scope)
+        else:
+            self._answer(pending, scope)
 
     # --- feedback ----------------------------------------------------------------------------
 
@@ -279,14 +245,4 @@ class SlackBot:
 
 def _problem(question: str) -> str:
     """Why a message cannot be asked as it is, or ""."""
-    if not question:
-        return "Ask a question after the mention, e.g. how do I install it?"
-    if len(question) > MAX_QUESTION_CHARS:
-        return (
-            f"A question is at most {MAX_QUESTION_CHARS} characters (this one has {len(question)}); ask a shorter one."
-        )
-    try:
-        check_text(question)
-    except ValueError as exc:
-        return f"The question cannot be read: {exc}."
-    return ""
+    return bots.problem(question, "Ask a question after the mention, e.g. how do I install it?")

@@ -29,6 +29,7 @@ from pgcite.answer.flow import Answer
 from pgcite.core import Pgcite
 from pgcite.errors import PgciteError, first_line
 from pgcite.learn.log import Origin
+from pgcite.messaging.discord_http import add_discord_routes
 from pgcite.messaging.http import add_slack_routes
 from pgcite.retrieval.search import MAX_K
 from pgcite.server import webhooks
@@ -96,8 +97,9 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1", owned: bool = False) ->
         async with mcp.session_manager.run():
             yield
         await anyio.to_thread.run_sync(jobs.close)  # a running job finishes; queued ones stay in the database
-        if slack is not None:
-            await anyio.to_thread.run_sync(slack.close)
+        for bot in (slack, discord):
+            if bot is not None:
+                await anyio.to_thread.run_sync(bot.close)
         limit.close()
         if owned:
             core.close()
@@ -268,6 +270,8 @@ def create_app(core: Pgcite, *, host: str = "127.0.0.1", owned: bool = False) ->
     add_llms_routes(app, core, read_access)
     # Slack's Events API and button clicks (docs/slack.md), when the app's signing secret is set.
     slack = add_slack_routes(app, core, is_follow_up) if core.settings.slack_signing_secret else None
+    # Discord's interactions (docs/discord.md), when the application's public key is set.
+    discord = add_discord_routes(app, core) if core.settings.discord_public_key else None
     return app
 
 

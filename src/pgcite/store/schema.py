@@ -341,4 +341,15 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX slack_events_pending_idx ON slack_events (lease_until) WHERE NOT done;
     """,
+    # 22: one table for every chat's deliveries (store/chat_sql.py): Slack's events and Discord's
+    # interactions alike, each answered once; `thread` and `reply` say where, in the platform's terms.
+    """
+    ALTER TABLE slack_events RENAME TO chat_events;
+    ALTER TABLE chat_events RENAME CONSTRAINT slack_events_pkey TO chat_events_pkey;
+    ALTER TABLE chat_events RENAME COLUMN thread_ts TO thread;
+    ALTER TABLE chat_events RENAME COLUMN reply_ts TO reply;
+    ALTER TABLE chat_events ADD COLUMN platform text NOT NULL DEFAULT 'slack';
+    DROP INDEX slack_events_pending_idx;
+    CREATE INDEX chat_events_pending_idx ON chat_events (platform, lease_until) WHERE NOT done;
+    """,
 ]

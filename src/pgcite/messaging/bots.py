@@ -1,0 +1,124 @@
+"""What every chat's bot does the same way: which questions it takes, asking one within a channel's
+sources while the reply grows, the lease that keeps an answer its server's, and the sweep that
+finishes the answers a stopped server left (their rows in store/chat_sql.py)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from pgcite.answer.flow import Answer
+from pgcite.core import Pgcite
+from pgcite.errors import PgciteError, first_line
+from pgcite.learn.log import Origin
+from pgcite.messaging.channels import Scope
+from pgcite.safety import check_text
+from pgcite.store import chat_sql
+from pgcite.vocabulary import MAX_QUESTION_CHARS, Delta, SearchFilter
+
+LEASE = 60.0  # seconds an answer stays its server's without a renewal
+SWEEP = 30.0  # seconds between looks for answers a stopped server left
+STOPPED = "pgcite stopped before the answer was finished; ask again."
+
+
+def problem(question: str, empty: str) -> str:
+    """Why a question cannot be asked as it is, or "" (`empty`: the hint for no question at all)."""
+    if not question:
+        return empty
+    if len(question) > MAX_QUESTION_CHARS:
+        return (
+            f"A question is at most {MAX_QUESTION_CHARS} characters (this one has {len(question)}); ask a shorter one."
+        )
+    try:
+        check_text(question)
+    except ValueError as exc:
+        return f"The question cannot be read: {exc}."
+    return ""
+
+
+def answer(
+    core: Pgcite, question: str, scope: Scope, origin: Origin, grow: Callable[[str], None], log: logging.Logger
+) -> Answer | str:
+    """Ask within the channel's sources, calling grow(text so far) as the answer is written: the
+    finished (logged) answer, or one line saying why there is none (the log gets the details)."""
+    written: list[str] = []
+    try:
+        for event in core.ask_stream(
+            question, filters=SearchFilter(exclude_flagged=True, allowed_sources=scope.sources), origin=origin
+        ):
+            if isinstance(event, Delta):
+                written.append(event.text)
+                grow("".join(written))
+            elif isinstance(event, Answer):
+                return event
+    except PgciteError as exc:
+        return str(exc)
+    except Exception as exc:  # the chat gets one line, the log the details
+        log.exception("%s: answering in %s failed", origin.channel, origin.key)
+        return f"pgcite could not answer ({exc.__class__.__name__}); the server log has the details"
+    return STOPPED
+
+
+class Lease:
+    """Called as the answer grows: renews the delivery's lease once a third of it has passed."""
+
+    def __init__(self, core: Pgcite, event_id: str, seconds: float = LEASE) -> None:
+        self.core, self.event_id, self.seconds = core, event_id, seconds
+        self._renewed = time.monotonic()
+
+    def __call__(self) -> None:
+        if time.monotonic() - self._renewed > self.seconds / 3:
+            self._renewed = time.monotonic()
+            with self.core.writer() as store:
+                chat_sql.renew(store, self.event_id, self.seconds)
+
+
+def finished(core: Pgcite, event_id: str) -> None:
+    with core.writer() as store:
+        chat_sql.finish(store, event_id)
+
+
+class Sweeper:
+    """A thread that, at start and then every `every` seconds, takes the platform's answers whose
+    lease ran out (asked within `within`) and hands each to `resume`."""
+
+    def __init__(
+        self,
+        core: Pgcite,
+        platform: str,
+        resume: Callable[[chat_sql.Pending], None],
+        *,
+        within: str,
+        log: logging.Logger,
+        every: float = SWEEP,
+    ) -> None:
+        self.core, self.platform, self.resume, self.within, self.every, self.log = (
+            core,
+            platform,
+            resume,
+            within,
+            every,
+            log,
+        )
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"pgcite-{platform}-sweep", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                with self.core.writer() as store:
+                    stalled = chat_sql.take_stalled(store, self.platform, LEASE, self.within)
+                for pending in stalled:
+                    self.log.info("%s: finishing %s, left by a server that stopped", self.platform, pending.event_id)
+                    self.resume(pending)
+            except Exception as exc:  # noqa: BLE001 -- a sweep that fails is tried again
+                self.log.warning("%s: a look for unfinished answers failed: %s", self.platform, first_line(exc))
+            if self._stop.wait(self.every):
+                return
