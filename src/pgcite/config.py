@@ -123,6 +123,9 @@ class Settings:
     # `pgcite serve` answers Slack's Events API and button clicks at POST /slack/events.
     slack_bot_token: str = ""
     slack_signing_secret: str = ""
+    # An app-level token (xapp-..., with connections:write): `pgcite slack` answers over Socket Mode,
+    # for a server Slack cannot reach (no signing secret needed then).
+    slack_app_token: str = ""
     # Slack's Web API (another only for a test's fake of it).
     slack_api_url: str = "https://slack.com/api/"
     # Which sources each channel may read: `TEAM/CHANNEL=source,source` entries separated by ';',

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from pgcite.cli.answers import ask, search
-from pgcite.cli.chat import discord_app
+from pgcite.cli.chat import discord_app, slack
 from pgcite.cli.common import err
 from pgcite.cli.eval import eval_questions
 from pgcite.cli.export import export_app
@@ -36,6 +36,7 @@ app.command()(ask)
 app.command()(status)
 app.command()(serve)
 app.command()(mcp)
+app.command()(slack)
 app.command()(stop)
 app.command("gaps")(gaps)
 app.command("eval")(eval_questions)
