@@ -1,4 +1,4 @@
-"""The SQL of the chats' deliveries (migrations 21, 22): Slack's events and Discord's interactions.
+"""The SQL of the chats' deliveries (migration 21): Slack's events and Discord's interactions.
 Each is taken once, by the first server to record its id, and held by a lease its answerer renews; a
 pending answer whose lease ran out (its server stopped mid-answer) is taken again by another, of the
 same platform. The question, and where the answer goes, are kept only until it is answered."""

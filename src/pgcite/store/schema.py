@@ -324,32 +324,23 @@ MIGRATIONS: list[str] = [
         SELECT document_id, heading_path, min(source), sum(tokens), pgcite_tsvector_sum(fts ORDER BY ord)
         FROM chunks GROUP BY document_id, heading_path;
     """,
-    # 21: Slack's events (store/slack_sql.py): an event Slack delivers again is answered once, by
-    # whichever server took it first; an answer a stopped server left half done is finished by another.
+    # 21: chat platforms' deliveries (store/chat_sql.py): Slack's events and Discord's interactions
+    # alike, each answered once, by whichever server took it first; an answer a stopped server left
+    # half done is finished by another. `thread` and `reply` say where, in the platform's terms.
     """
-    CREATE TABLE slack_events (
+    CREATE TABLE chat_events (
         event_id    text PRIMARY KEY,
+        platform    text NOT NULL,
         received_at timestamptz NOT NULL DEFAULT now(),
         team        text NOT NULL,
         channel     text NOT NULL,
         user_id     text NOT NULL,
-        thread_ts   text NOT NULL,
-        reply_ts    text NOT NULL DEFAULT '',
+        thread      text NOT NULL,
+        reply       text NOT NULL DEFAULT '',
         question    text NOT NULL DEFAULT '',  -- emptied once answered
         lease_until timestamptz NOT NULL,
         done        boolean NOT NULL DEFAULT false
     );
-    CREATE INDEX slack_events_pending_idx ON slack_events (lease_until) WHERE NOT done;
-    """,
-    # 22: one table for every chat's deliveries (store/chat_sql.py): Slack's events and Discord's
-    # interactions alike, each answered once; `thread` and `reply` say where, in the platform's terms.
-    """
-    ALTER TABLE slack_events RENAME TO chat_events;
-    ALTER TABLE chat_events RENAME CONSTRAINT slack_events_pkey TO chat_events_pkey;
-    ALTER TABLE chat_events RENAME COLUMN thread_ts TO thread;
-    ALTER TABLE chat_events RENAME COLUMN reply_ts TO reply;
-    ALTER TABLE chat_events ADD COLUMN platform text NOT NULL DEFAULT 'slack';
-    DROP INDEX slack_events_pending_idx;
     CREATE INDEX chat_events_pending_idx ON chat_events (platform, lease_until) WHERE NOT done;
     """,
 ]
