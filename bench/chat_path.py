@@ -35,6 +35,7 @@ from pgcite.answer.checks import CITATION, check_answer, with_added_citations  #
 from pgcite.answer.extractive import ExtractiveGenerator  # noqa: E402
 from pgcite.answer.flow import Answer  # noqa: E402
 from pgcite.answer.generation import ChatGenerator  # noqa: E402
+from pgcite.answer.verify import verify_claims  # noqa: E402
 from pgcite.config import load_settings  # noqa: E402
 from pgcite.core import Pgcite  # noqa: E402
 from pgcite.evaluation.metrics import AnswerRecord, RankedSection, evaluate, trail_of  # noqa: E402
@@ -151,9 +152,10 @@ def as_written(row: dict) -> str:
     return "".join(out) + text[cursor:]
 
 
-def recheck(row: dict, embedder) -> dict:
+def recheck(row: dict, embedder, verifier: ChatGenerator | None = None) -> dict:
     """The row with its checks made again by the checks as they are now, on the text as written
-    (links are checked against the sources' text only: the rows keep no URLs)."""
+    (links are checked against the sources' text only: the rows keep no URLs); with a verifier,
+    each claim is read again by that chat model, as pgcite does with chat_verify."""
     if row["refused"]:
         return row
     passages = [
@@ -166,6 +168,8 @@ def recheck(row: dict, embedder) -> dict:
     written = as_written(row)
     checks = check_answer(written, passages, embedder, row["invalid_citations_written"], question=row["question"])
     text = with_added_citations(written, checks)
+    if verifier is not None:
+        verify_claims(text, passages, checks, verifier.complete)
     return dict(
         row,
         text=text,
@@ -242,7 +246,7 @@ def main() -> int:
         "--recheck",
         action="store_true",
         help="ask nothing: make the checks of the answers in WORK again (to WORK/NAME.recheck.jsonl), as the"
-        " checks are now",
+        " checks are now; with --chat-url, the chat answers' claims are read again by that model (chat_verify)",
     )
     parser.add_argument(
         "--half",
@@ -269,7 +273,12 @@ def main() -> int:
             for out in sorted(args.work.glob("*.jsonl")):
                 if out.stem.endswith(".recheck") or (args.only and out.stem != args.only):
                     continue
-                rows = [recheck(json.loads(line), app.embedder) for line in out.read_text().splitlines()]
+                verifier = (
+                    ChatGenerator(dataclasses.replace(settings, chat_url=args.chat_url, chat_model=args.chat_model))
+                    if args.chat_url and out.stem == "chat"
+                    else None
+                )
+                rows = [recheck(json.loads(line), app.embedder, verifier) for line in out.read_text().splitlines()]
                 out.with_suffix(".recheck.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
                 lines += report(f"{out.stem}, checked again", rows, questions)
             print("\n".join(lines))

@@ -330,11 +330,12 @@ class FakeOpenAI:
 
     def chat_settings(self, **overrides: object):
         """pgcite Settings pointing the chat generator at this server (retries off, 10 s
-        timeout, unless overridden)."""
+        timeout, and no second reading of the claims, whose requests a test scripts when it is
+        about them: chat_verify=True), unless overridden."""
         from pgcite.config import Settings
 
         values: dict[str, object] = {"chat_url": self.url, "chat_model": self.chat_model, "chat_retries": 0,
-                                     "chat_timeout": 10.0}
+                                     "chat_timeout": 10.0, "chat_verify": False}
         return Settings(**{**values, **overrides})  # type: ignore[arg-type]
 
     @property

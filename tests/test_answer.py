@@ -210,3 +210,10 @@ def test_a_package_to_install_that_no_source_names_is_reported(embedder):
     assert checks.foreign_packages == ["@docusaurus/plugin-giscus"] and not checks.passed
     assert ("package to install that no source names (check it exists and is the right one): "
             "@docusaurus/plugin-giscus") in checks.warnings()
+
+
+def test_only_a_no_makes_the_second_reading_doubt_a_claim():
+    from pgcite.answer.verify import says_no
+
+    assert says_no("No") and says_no(" no.") and says_no("**No**, it says 400") and says_no("<think>hmm</think>\nNo")
+    assert not any(says_no(r) for r in ("Yes", "yes.", "", "Not sure", "<think>no idea", "The sections say no"))

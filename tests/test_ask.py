@@ -227,3 +227,33 @@ def test_a_name_is_asked_about_when_the_question_turns_on_it(embedder):
                                        "files go?", ["German"]) == []
     # A model whose cosines are compressed (a vector scale above 1) counts the same shift as more.
     assert names_asked_about(embedder, ubuntu, ["Ubuntu"], vector_scale=10.0) == ["Ubuntu"]
+
+
+def test_a_chat_model_reads_each_claim_again_and_one_it_says_is_not_stated_does_not_pass(
+        widget_store, embedder, fake: FakeOpenAI):
+    """chat_verify: after the word checks, each cited claim goes back to the model with the sections
+    it cites, one short request each; a "no" makes the claim unsupported, whatever words it shares."""
+    fake.script(Reply("Widgets need Python 3.11 and 2 GB of disk [1]. Run `pip install widgets` on every node [2]."),
+                "Yes", "No.")
+    generator = ChatGenerator(fake.chat_settings(chat_verify=True))
+    answer = _ask("What do I need to install widgets?", widget_store, embedder, generator)
+    answered, *verified = fake.chat_requests
+    assert answered.get("stream") and len(verified) == 2 and not any(v.get("stream") for v in verified)
+    asked = sorted(v["messages"][1]["content"] for v in verified)
+    assert all('<source id="' in a and a.rstrip().endswith("Do the sections state this claim?") for a in asked)
+    assert [v["max_tokens"] for v in verified] == [8, 8]
+    # The requests go out together: the one that arrived second got "No.", whichever claim it holds.
+    claim = next(c for c in ("Widgets need Python 3.11 and 2 GB of disk .", "Run `pip install widgets` on every node .")
+                 if f"Claim: {c}" in verified[1]["messages"][1]["content"])
+    assert [(u.sentence, u.why) for u in answer.checks.unsupported] == [
+        (claim, "the chat model, reading the sections it cites, finds they do not state it")]
+    assert not answer.checks.passed
+
+
+def test_claims_the_chat_model_cannot_read_again_keep_the_word_checks(widget_store, embedder, fake: FakeOpenAI):
+    """The server failing the second reading loses nothing: the answer stands as the words judged it."""
+    fake.script(Reply("Widgets need Python 3.11 and 2 GB of disk [1]."), 503)
+    answer = _ask("What do I need to install widgets?", widget_store, embedder,
+                  ChatGenerator(fake.chat_settings(chat_verify=True)))
+    assert answer.text.startswith("Widgets need Python 3.11") and answer.checks.passed
+    assert len(fake.chat_requests) == 2

@@ -81,7 +81,7 @@ def test_the_chat_model_chooses_among_the_candidates(app):
     hum = first.index("noise.md") + 1  # the fake chat model will name the hum section only
     with FakeOpenAI() as server:
         chat = dataclasses.replace(settings, chat_url=server.url, chat_model=server.chat_model,
-                                   rerank_with_chat=True, rerank_candidates=3)
+                                   rerank_with_chat=True, rerank_candidates=3, chat_verify=False)
         server.script(f"[{hum}]", "Widgets hum [1].")
         with Pgcite(chat, embedder=embedder) as core:
             answer = core.ask(QUESTION, threshold=1.0)
@@ -101,7 +101,7 @@ def test_a_choice_naming_nothing_keeps_the_first_order(app):
         first = [h.path for h in core.search(QUESTION, k=3, filters=SearchFilter(source="w"))]
     with FakeOpenAI() as server:
         chat = dataclasses.replace(settings, chat_url=server.url, chat_model=server.chat_model,
-                                   rerank_with_chat=True, rerank_candidates=3)
+                                   rerank_with_chat=True, rerank_candidates=3, chat_verify=False)
         server.script("None of them, sorry: [7, 0]", "Not in the documents.")
         with Pgcite(chat, embedder=embedder) as core:
             answer = core.ask(QUESTION, threshold=1.0)

@@ -93,6 +93,8 @@ class Settings:
     chat_context_tokens: int = 3000
     # Qwen3-style reasoning models: send chat_template_kwargs {enable_thinking: false}.
     chat_disable_thinking: bool = False
+    # Each claim the word checks pass is put back to the chat model with the sections it cites (verify.py).
+    chat_verify: bool = True
     # The server: requests a minute per API key (per client address without one), 0 for no
     # limit; the largest request body, and the largest zip an ingest may upload.
     serve_rate_limit: int = 0

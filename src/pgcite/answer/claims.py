@@ -137,8 +137,9 @@ def exact_terms(claim: str) -> set[str]:
 
 
 def term_in(term: str, text: str) -> bool:
-    """Whether a folded text holds a term; a small number also as its word ("5" in "five seconds")."""
-    if term in text:
+    """Whether a folded text holds a term, whole ("1" is not in "v1", "h4" not in "h44"); a small
+    number also as its word ("5" in "five seconds")."""
+    if re.search(rf"(?<!\w){re.escape(term)}(?!\w)" if re.fullmatch(r"\w(.*\w)?", term) else re.escape(term), text):
         return True
     return (
         term.isdigit() and int(term) < len(_NUMBER_WORDS) and bool(re.search(rf"\b{_NUMBER_WORDS[int(term)]}\b", text))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from pgcite.answer.checks import CITATION, Checks, CitationFilter, check_answer, is_refusal, with_added_citations
 from pgcite.answer.generation import Generator
+from pgcite.answer.verify import verify_claims
 from pgcite.config import DEFAULT_SEARCH_MODE
 from pgcite.embedding.models import Embedder
 from pgcite.embedding.reader import reader_card
@@ -130,6 +131,9 @@ def ask_stream(
         checks = check_answer(text, selected.passages, embedder, citations.invalid, allowed_hosts, question)
         # The answer as given: streamed as written, then whole with the citations pgcite added.
         text = with_added_citations(text, checks)
+        # A chat model reads each claim the words let through again, against the sections it cites.
+        if getattr(generator, "verify", False):
+            verify_claims(text, selected.passages, checks, generator.complete)  # type: ignore[attr-defined]
     used = sorted({int(n) for m in CITATION.finditer(text) for n in re.split(r"\s*,\s*", m.group(1))})
     yield Answer(
         question,

@@ -82,7 +82,7 @@ def _label(passage: Passage) -> str:
     return _quote(f"[{passage.number}] {name}")
 
 
-def _fenced(passages: Sequence[Passage], chars: int | None = None) -> str:
+def fenced_sources(passages: Sequence[Passage], chars: int | None = None) -> str:
     """The numbered sources, each fenced as quoted data (its first `chars` characters)."""
     blocks = [
         f'{_label(p)}\n<source id="{p.number}">\n{_quote(p.hit.content.strip()[:chars])}\n</source>' for p in passages
@@ -96,7 +96,7 @@ def build_messages(question: str, passages: Sequence[Passage]) -> list[ChatCompl
     repeated after the sources: a reminder of the refusal there makes a small model refuse what
     the sources answer."""
     asked = question.strip()
-    user = f"Question: {asked}\n\nSources:\n\n{_fenced(passages)}\n\nQuestion: {asked}"
+    user = f"Question: {asked}\n\nSources:\n\n{fenced_sources(passages)}\n\nQuestion: {asked}"
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
@@ -111,7 +111,7 @@ CHOICE_CHARS = 700  # of each candidate shown: its heading path and opening say 
 
 def build_choice_messages(question: str, hits: Sequence[SearchHit]) -> list[ChatCompletionMessageParam]:
     """The messages asking which of the candidates answer (rerank.ChatChooser)."""
-    sources = _fenced([Passage(n, hit) for n, hit in enumerate(hits, 1)], CHOICE_CHARS)
+    sources = fenced_sources([Passage(n, hit) for n, hit in enumerate(hits, 1)], CHOICE_CHARS)
     return [
         {"role": "system", "content": CHOICE_PROMPT},
         {"role": "user", "content": f"Sections:\n\n{sources}\n\nQuestion: {question.strip()}"},
@@ -245,6 +245,7 @@ class ChatGenerator:
         self.timeout = settings.chat_timeout
         self.retries = settings.chat_retries
         self.disable_thinking = settings.chat_disable_thinking
+        self.verify = settings.chat_verify  # each claim read again against its sections (verify.py)
         self.max_tokens: int | None = None  # the server's own limit unless a request sets one
         # The client retries connection errors, timeouts, 408/409/429 and 5xx with backoff.
         self._client = OpenAI(
@@ -264,22 +265,26 @@ class ChatGenerator:
     def _extra(self) -> dict[str, Any]:
         return {"extra_body": {"chat_template_kwargs": {"enable_thinking": False}}} if self.disable_thinking else {}
 
-    def choose(self, question: str, hits: Sequence[SearchHit]) -> list[int]:
-        """Which of the candidates answer the question, best first (positions from 0)."""
+    def complete(self, messages: list[ChatCompletionMessageParam], max_tokens: int | None = None) -> str:
+        """One reply, whole: a short request beside the answer (choosing sections, checking claims)."""
         import openai
 
         try:
             response = self._client.chat.completions.create(
                 model=self.model,
-                messages=build_choice_messages(question, hits),
+                messages=messages,
                 temperature=0.0,
+                max_tokens=max_tokens or openai.omit,
                 **self._extra(),
             )
         except openai.OpenAIError as exc:
             raise self._error(exc, started=False) from None
         choices = getattr(response, "choices", None) or []
-        reply = (choices[0].message.content if choices and choices[0].message else None) or ""
-        return read_choice(reply, len(hits))
+        return (choices[0].message.content if choices and choices[0].message else None) or ""
+
+    def choose(self, question: str, hits: Sequence[SearchHit]) -> list[int]:
+        """Which of the candidates answer the question, best first (positions from 0)."""
+        return read_choice(self.complete(build_choice_messages(question, hits)), len(hits))
 
     def stream(self, question: str, passages: Sequence[Passage], usage: Usage) -> Iterator[str]:
         import openai
