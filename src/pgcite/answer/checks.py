@@ -78,8 +78,9 @@ class Checks:
 
     @property
     def passed(self) -> bool:
-        """Every claim cites a source given that supports it, and no link is invented. (A link to
-        another site that a source holds is only a caution: the docs themselves give it.)"""
+        """Something was checked, every claim cites a source given that supports it, and no link or
+        package to install is invented. (A link to another site that a source holds is only a
+        caution: the docs themselves give it.)"""
         return not (
             self.invalid_citations
             or self.uncited_sentences
