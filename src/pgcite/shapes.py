@@ -1,5 +1,5 @@
-"""The JSON shapes of a hit, a search, an answer, a source, the status, an ingest report, a logged answer and
-the gaps report: one definition for `--json`, the
+"""The JSON shapes of a hit, a search, an answer, a source, the status, an ingest report, a logged answer,
+the gaps report and the insights: one definition for `--json`, the
 HTTP API and the chat endpoint's `pgcite` object. Documented in docs/commands.md; fields are only
 ever added."""
 
@@ -16,7 +16,9 @@ from pgcite.vocabulary import Dropped, Passage, SearchHit
 if TYPE_CHECKING:
     from pgcite.ingest.report import IngestReport
     from pgcite.learn.gaps import Gap
+    from pgcite.learn.insights import Insights
     from pgcite.learn.ops import Reopened
+    from pgcite.store.insights_sql import Counts
     from pgcite.store.log_rows import LogEntry
     from pgcite.store.status import Status
 
@@ -134,18 +136,74 @@ def reopened(r: Reopened) -> dict:
     }
 
 
-def gaps(groups: list[Gap]) -> dict:
+def _gap(g: Gap) -> dict:
     return {
+        "count": g.count,
+        "last_asked": g.last_asked.isoformat(),
+        "examples": g.examples,
+        "reasons": g.reasons,
+        "ids": g.ids,
+        "stale": g.stale,
+        "closest": [hit(h) for h in g.closest],
+    }
+
+
+def gaps(groups: list[Gap]) -> dict:
+    return {"gaps": [_gap(g) for g in groups]}
+
+
+def _counts(c: Counts) -> dict:
+    def share(part: int) -> float | None:
+        return round(part / c.answers, 4) if c.answers else None
+
+    def ms(value: float | None) -> float | None:
+        return round(value, 1) if value is not None else None
+
+    return {
+        "questions": c.questions,  # searches included
+        "answers": c.answers,  # answered or refused
+        "refused": c.refused,
+        "refused_share": share(c.refused),
+        "rated": c.rated,
+        "down": c.down,
+        "down_share": share(c.down),
+        "stale": c.stale,
+        "latency_ms": {"p50": ms(c.latency_p50), "p95": ms(c.latency_p95)},
+    }
+
+
+def insights(i: Insights) -> dict:
+    """Every figure of the insights, shaped for charts: `buckets` oldest first (empty ones included),
+    each with the counts of the span's `channels` and `sources` in the same order."""
+    span = i.span
+    return {
+        "span": {
+            "since": span.since.isoformat(),
+            "until": span.until.isoformat(),
+            "unit": i.unit,
+            "source": span.source,
+            "channel": span.channel,
+        },
+        "total": _counts(i.total),
+        "channels": i.channels,
+        "sources": i.sources,
+        "buckets": [
+            {"start": b.start.isoformat(), **_counts(b.counts), "channels": b.channels, "sources": b.sources}
+            for b in i.buckets
+        ],
+        "cited_pages": [dataclasses.asdict(p) for p in i.cited_pages],
+        "ask_again": {
+            "count": i.total.stale,
+            "examples": [
+                dict(
+                    dataclasses.asdict(e),
+                    asked_at=e.asked_at.isoformat(),
+                    stale_at=e.stale_at.isoformat() if e.stale_at else None,
+                )
+                for e in i.stale
+            ],
+        },
         "gaps": [
-            {
-                "count": g.count,
-                "last_asked": g.last_asked.isoformat(),
-                "examples": g.examples,
-                "reasons": g.reasons,
-                "ids": g.ids,
-                "stale": g.stale,
-                "closest": [hit(h) for h in g.closest],
-            }
-            for g in groups
-        ]
+            dict(_gap(g.gap), previous=g.previous, trend=g.trend, source=g.source, task_url=g.task_url) for g in i.gaps
+        ],
     }

@@ -15,6 +15,7 @@ from pgcite.cli.common import err
 from pgcite.cli.eval import eval_questions
 from pgcite.cli.export import export_app
 from pgcite.cli.ingest import ingest, sync
+from pgcite.cli.insights import insights
 from pgcite.cli.keys import db_app, keys_app
 from pgcite.cli.log import gaps, log_app
 from pgcite.cli.review import review
@@ -39,6 +40,7 @@ app.command()(mcp)
 app.command()(slack)
 app.command()(stop)
 app.command("gaps")(gaps)
+app.command("insights")(insights)
 app.command("eval")(eval_questions)
 app.command()(review)
 app.add_typer(sources_app, name="sources")

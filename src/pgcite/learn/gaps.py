@@ -115,7 +115,8 @@ def distances(questions: Sequence[str], vectors: np.ndarray, words: float | None
     return d
 
 
-def _gap(members: list[Asked]) -> Gap:
+def gap_of(members: list[Asked]) -> Gap:
+    """One group's Gap, from its questions."""
     members = sorted(members, key=lambda a: a.asked_at, reverse=True)  # stable: ties keep log order
     examples: dict[str, str] = {}
     for asked in members:
@@ -161,6 +162,6 @@ def group_questions(
     groups: dict[int, list[Asked]] = {}
     for a in asked:
         groups.setdefault(int(label_of[wording_key(a.question)]), []).append(a)
-    gaps = [_gap(members) for members in groups.values()]
+    gaps = [gap_of(members) for members in groups.values()]
     gaps.sort(key=lambda g: (g.count, g.last_asked), reverse=True)
     return gaps

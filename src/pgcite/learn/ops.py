@@ -22,7 +22,9 @@ from pgcite.store.log_rows import LogEntry, SectionNow
 from pgcite.vocabulary import SearchFilter, SearchHit
 
 if TYPE_CHECKING:
-    from pgcite.learn.gaps import Gap
+    from pgcite.learn.gaps import Asked, Gap
+    from pgcite.learn.insights import Insights
+    from pgcite.store.insights_sql import Span
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,8 @@ class LogOps:
         source: str | None = None,
         allowed: Sequence[str] | None = None,
         limit: int | None = 100,
+        until: datetime | None = None,
+        channel: str | None = None,
     ) -> list[LogEntry]:
         """Logged answers, newest first."""
         self._flush_log()
@@ -80,6 +84,8 @@ class LogOps:
                 source=source,
                 allowed=allowed,
                 limit=limit,
+                until=until,
+                channel=channel,
             )
 
     def reopen(self, answer_id: str, allowed: Sequence[str] | None = None) -> Reopened:
@@ -129,13 +135,28 @@ class LogOps:
             return log_rows.prune(store, self.settings.answer_log_days)
 
     def gaps(
-        self, *, since: datetime | None = None, allowed: Sequence[str] | None = None, limit: int = 50, closest: int = 3
+        self,
+        *,
+        since: datetime | None = None,
+        allowed: Sequence[str] | None = None,
+        limit: int = 50,
+        closest: int = 3,
     ) -> list[Gap]:
         """What the docs are missing: the unanswered questions, grouped by need (gaps.py), each with
         the sections the docs do have that come closest."""
-        from pgcite.learn.gaps import MAX_QUESTIONS, Asked, group_questions
+        from pgcite.learn.gaps import MAX_QUESTIONS
 
         rows = self.log_entries(since=since, unanswered=True, allowed=allowed, limit=MAX_QUESTIONS)
+        groups = [gap for gap, _ in self.group_unanswered(rows)][:limit]
+        scope = {e.id: e.scope for e in rows}
+        for gap in groups:
+            self.add_closest(gap, scope, closest)
+        return groups
+
+    def group_unanswered(self, rows: Sequence[LogEntry]) -> list[tuple[Gap, list[Asked]]]:
+        """Unanswered logged questions grouped by need (gaps.py), most asked first, each with its questions."""
+        from pgcite.learn.gaps import Asked, group_questions
+
         asked = [
             Asked(
                 e.id,
@@ -149,15 +170,22 @@ class LogOps:
         vectors = (
             self.embedder.embed_documents([a.question for a in asked]) if asked else np.zeros((0, 1), dtype=np.float32)
         )
-        groups = group_questions(asked, vectors)[:limit]
-        scope = {e.id: e.scope for e in rows}
-        for gap in groups:  # searched within the sources its newest asking could read
-            gap.closest = self.search(
-                gap.examples[0],
-                k=closest,
-                filters=SearchFilter(exclude_flagged=True, allowed_sources=scope[gap.ids[0]]),
-            )
-        return groups
+        by_id = {a.id: a for a in asked}
+        return [(gap, [by_id[i] for i in gap.ids]) for gap in group_questions(asked, vectors)]
+
+    def add_closest(self, gap: Gap, scope: dict[str, tuple[str, ...] | None], k: int = 3) -> None:
+        """The sections the docs have that come closest to a gap, searched within the sources its
+        newest asking could read (scope: each row's, by id)."""
+        gap.closest = self.search(
+            gap.examples[0], k=k, filters=SearchFilter(exclude_flagged=True, allowed_sources=scope[gap.ids[0]])
+        )
+
+    def insights(self, span: Span, **options: int | str | None) -> Insights:
+        """Every figure of the insights over a span (insights.py): counts per bucket, shares, latency,
+        the most cited pages, answers to ask again and the gaps."""
+        from pgcite.learn.insights import compute
+
+        return compute(self, span, **options)  # type: ignore[arg-type]
 
     def _flush_log(self) -> None:
         if self.answer_log is not None:

@@ -1,6 +1,6 @@
 """The answer log over HTTP: feedback on an answer (any reader of it), and the log, confirmed
-refusals and the gaps report (an admin key; a scoped one sees only the questions asked within
-its sources)."""
+refusals, the gaps report and the insights (an admin key; a scoped one sees only the questions
+asked within its sources)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pgcite import shapes
 from pgcite.access import Caller
 from pgcite.core import Pgcite
+from pgcite.learn.insights import GAPS, span_of
 from pgcite.learn.log import parse_since
 
 MAX_COMMENT_CHARS = 2000
@@ -73,3 +74,19 @@ def add_log_routes(
     ) -> dict:
         """The `pgcite gaps --json` object: what the docs are missing, most asked first."""
         return shapes.gaps(core.gaps(since=parse_since(since), allowed=caller.sources, limit=limit))
+
+    @app.get("/v1/insights")
+    def insights(
+        since: str = Query("7d", max_length=40, description="7d, 12h, 30m, 2w, or an ISO date"),
+        until: str | None = Query(None, max_length=40, description="the span's end, as since; default: now"),
+        source: str | None = Query(None, max_length=200, description="only questions asked of this source"),
+        channel: str | None = Query(None, max_length=40, description="cli, api, page, widget, chat, mcp..."),
+        unit: Literal["day", "week"] | None = Query(None, description="a bucket's length; default: by the span"),
+        gaps: int = Query(GAPS, ge=0, le=50, description="at most this many gaps; 0: none (the figures alone)"),
+        caller: Caller = Depends(write_access),
+    ) -> dict:
+        """The `pgcite insights --json` object: questions per bucket by channel and source, the shares
+        refused and marked down, latency, the most cited pages, answers to ask again and the gaps."""
+        core.require_source(source, caller.sources)
+        span = span_of(since, until, source=source, channel=channel, allowed=caller.sources)
+        return shapes.insights(core.insights(span, unit=unit, gaps=gaps))

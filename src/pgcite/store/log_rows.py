@@ -17,7 +17,7 @@ from pgcite.store.database import Store
 from pgcite.store.scalar import scalar
 
 RATINGS = ("up", "down")
-_VISIBLE = "(%(allowed)s::text[] IS NULL OR (scope IS NOT NULL AND scope <@ %(allowed)s::text[]))"
+VISIBLE = "(%(allowed)s::text[] IS NULL OR (scope IS NOT NULL AND scope <@ %(allowed)s::text[]))"
 # What the gaps report starts from: refused, answered with unsupported claims, or marked down.
 _UNANSWERED = "(refused OR jsonb_array_length(checks -> 'unsupported') > 0 OR rating = 'down')"
 
@@ -85,11 +85,15 @@ def entries(
     source: str | None = None,
     allowed: Sequence[str] | None = None,
     limit: int | None = 100,
+    until: datetime | None = None,
+    channel: str | None = None,
 ) -> list[LogEntry]:
     """Newest first. refused: only refusals; unanswered: what the gaps report starts from; stale:
-    only answers that cited a section since changed."""
+    only answers that cited a section since changed; until: asked before it; channel: asked there."""
     rows = store.conn.execute(
-        f"""{_SELECT} WHERE {_VISIBLE} AND (%(since)s::timestamptz IS NULL OR asked_at >= %(since)s)
+        f"""{_SELECT} WHERE {VISIBLE} AND (%(since)s::timestamptz IS NULL OR asked_at >= %(since)s)
+            AND (%(until)s::timestamptz IS NULL OR asked_at < %(until)s)
+            AND (%(channel)s::text IS NULL OR channel = %(channel)s)
             AND (NOT %(refused)s OR refused) AND (NOT %(unanswered)s OR {_UNANSWERED})
             AND (NOT %(stale)s OR stale_at IS NOT NULL)
             AND (%(source)s::text IS NULL OR %(source)s = ANY(scope))
@@ -102,6 +106,8 @@ def entries(
             "stale": stale,
             "source": source,
             "limit": limit,
+            "until": until,
+            "channel": channel,
         },
     ).fetchall()
     return [_entry(r) for r in rows]
@@ -130,7 +136,7 @@ def mark_stale(store: Store, source: str) -> int:
 def one(store: Store, answer_id: str, allowed: Sequence[str] | None = None) -> LogEntry | None:
     """The row with this full id, when the caller may see it."""
     row = store.conn.execute(
-        f"{_SELECT} WHERE id = %(id)s AND {_VISIBLE}", {"id": answer_id, "allowed": _list(allowed)}
+        f"{_SELECT} WHERE id = %(id)s AND {VISIBLE}", {"id": answer_id, "allowed": _list(allowed)}
     ).fetchone()
     return _entry(row) if row else None
 
@@ -182,7 +188,7 @@ def resolve(store: Store, id_or_prefix: str, allowed: Sequence[str] | None = Non
             kind="not_found",
         )
     rows = store.conn.execute(
-        f"SELECT id FROM answer_log WHERE {_VISIBLE} AND id::text LIKE %(prefix)s LIMIT 2",
+        f"SELECT id FROM answer_log WHERE {VISIBLE} AND id::text LIKE %(prefix)s LIMIT 2",
         {"allowed": _list(allowed), "prefix": text + "%"},
     ).fetchall()
     if len(rows) != 1:
@@ -199,7 +205,7 @@ def rate(store: Store, answer_id: str, rating: str, comment: str | None, allowed
     return (
         store.conn.execute(
             f"""UPDATE answer_log SET rating = %(rating)s, comment = %(comment)s, rated_at = now()
-            WHERE id = %(id)s AND {_VISIBLE}""",
+            WHERE id = %(id)s AND {VISIBLE}""",
             {"rating": rating, "comment": comment or None, "id": answer_id, "allowed": _list(allowed)},
         ).rowcount
         > 0
@@ -209,7 +215,7 @@ def rate(store: Store, answer_id: str, rating: str, comment: str | None, allowed
 def confirm(store: Store, answer_id: str, allowed: Sequence[str] | None = None) -> bool:
     return (
         store.conn.execute(
-            f"UPDATE answer_log SET confirmed = true WHERE id = %(id)s AND refused AND {_VISIBLE}",
+            f"UPDATE answer_log SET confirmed = true WHERE id = %(id)s AND refused AND {VISIBLE}",
             {"id": answer_id, "allowed": _list(allowed)},
         ).rowcount
         > 0
