@@ -185,6 +185,7 @@ class LogOps:
         the most cited pages, answers to ask again and the gaps."""
         from pgcite.learn.insights import compute
 
+        self._flush_log()
         return compute(self, span, **options)  # type: ignore[arg-type]
 
     def _flush_log(self) -> None:

@@ -1,0 +1,213 @@
+"""The insights (learn/insights.py, GET /v1/insights, `pgcite insights`) over a log made by real asks on
+two sources, through the API, the page, the chat endpoint, an agent (MCP's channel) and the command
+line: every figure against counts written here, a scoped key seeing none of the other source's
+questions, filters changing the figures, and bad filters refused in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import urllib.parse
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import openai
+import pytest
+
+from pgcite.core import Pgcite
+from pgcite.learn.insights import span_of
+from pgcite.learn.log import Origin
+from pgcite.learn.repository import of_remote, repository
+from pgcite.store import Store, log_rows
+from pgcite.vocabulary import SearchFilter
+from tests.http_server import call, served
+from tests.test_api import DOCS, GADGETS
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[1]
+SPIN = "What is the default spin rate?"
+CHARGE = "How long does a gadget take to charge?"
+PAIR_W = "How do I pair a widget with a phone?"
+PAIR_G = "Can a gadget be paired with a phone?"
+
+core, base = served({"w": (DOCS, "https://github.com/acme/widgets/blob/main/docs/"),
+                     "g": (GADGETS, "https://gadgets.dev/")})
+
+
+@pytest.fixture(scope="module")
+def keys(core: Pgcite) -> dict[str, str]:
+    return {"w": core.create_key("reader-w", sources=["w"]), "g": core.create_key("reader-g", sources=["g"]),
+            "admin-w": core.create_key("admin-w", sources=["w"], admin=True),
+            "admin-g": core.create_key("admin-g", sources=["g"], admin=True),
+            "ops": core.create_key("ops", admin=True)}
+
+
+@pytest.fixture(scope="module")
+def asked(base: str, core: Pgcite, keys: dict) -> dict[str, str]:
+    """Six questions, by channel and source; one marked down, one stale, one asked 8 days ago."""
+    ids = {
+        "api-spin": call(base, "/v1/ask", {"question": SPIN}, key=keys["w"]).body["id"],  # api, w
+        "api-pair": call(base, "/v1/ask", {"question": PAIR_W}, key=keys["w"]).body["id"],  # api, w, refused
+        "page-spin": call(base, "/v1/ask", {"question": SPIN, "source": "w"}, key=keys["w"],
+                          headers={"X-Pgcite-Client": "page"}).body["id"],  # page, w
+    }
+    chat = openai.OpenAI(base_url=base + "/v1", api_key=keys["g"], max_retries=0)
+    reply = chat.chat.completions.create(model="pgcite:g", messages=[{"role": "user", "content": CHARGE}])
+    ids["chat-charge"] = reply.model_extra["pgcite"]["id"]  # chat, g
+    ids["mcp-pair"] = core.ask(PAIR_G, filters=SearchFilter(source="g"), origin=Origin("mcp", "agent")).id  # refused
+    ids["cli-spin"] = core.ask(SPIN, origin=Origin("cli")).id  # every source
+    assert all(ids.values()) and len(set(ids.values())) == 6
+    core.rate(ids["api-spin"], "down", comment="not what I asked")
+    core.log_entries()  # flushed
+    with Store.open(core.settings) as store:
+        store.conn.execute("UPDATE answer_log SET stale_at = now() WHERE id = %s", (ids["page-spin"],))
+        old = log_rows.one(store, ids["api-pair"])
+        assert old is not None and old.refused
+        earlier = type(old)(**{**old.__dict__, "id": "00000000-0000-4000-8000-000000000001",
+                               "asked_at": datetime.now(timezone.utc) - timedelta(days=8)})
+        log_rows.insert(store, [earlier])  # the same need, the span before
+    return ids
+
+
+def insights(base: str, key: str, query: str = "") -> dict:
+    reply = call(base, "/v1/insights?" + query, key=key)
+    assert reply.status == 200, reply.text
+    return reply.body
+
+
+def test_every_figure_against_the_log(base: str, core: Pgcite, keys: dict, asked: dict):
+    data = insights(base, keys["ops"], "since=7d")
+    total = data["total"]
+    assert (total["questions"], total["answers"], total["refused"], total["rated"], total["down"], total["stale"]) == (
+        6, 6, 2, 1, 1, 1)
+    assert total["refused_share"] == round(2 / 6, 4) and total["down_share"] == round(1 / 6, 4)
+    rows = [e for e in core.log_entries(since=datetime.now(timezone.utc) - timedelta(days=7), limit=None)]
+    latencies = [e.latency_ms for e in rows]
+    assert total["latency_ms"]["p50"] == round(float(statistics.median(latencies)), 1)
+    assert min(latencies) <= total["latency_ms"]["p50"] <= total["latency_ms"]["p95"] <= max(latencies)
+    assert dict(zip(data["channels"], [sum(b["channels"][c] for b in data["buckets"]) for c in data["channels"]])) == {
+        "api": 2, "page": 1, "chat": 1, "mcp": 1, "cli": 1}
+    assert {s: sum(b["sources"][s] for b in data["buckets"]) for s in data["sources"]} == {"w": 3, "g": 2, "*": 1}
+    assert data["sources"][0] == "w"  # most asked first
+    # Day buckets, oldest first, every day of the span: the empty ones are zeros.
+    assert data["span"]["unit"] == "day" and len(data["buckets"]) in (7, 8)
+    assert sum(b["questions"] for b in data["buckets"]) == 6 and data["buckets"][-1]["questions"] == 6
+    assert data["buckets"][0]["questions"] == 0 and data["buckets"][0]["refused_share"] is None
+    pages = {(p["source"], p["path"]): p["answers"] for p in data["cited_pages"]}
+    assert pages[("w", "tuning.md")] == 3 and pages[("g", "gadgets.md")] == 1 and len(pages) == 2
+    assert data["cited_pages"][0]["title"] == "Tuning" and data["cited_pages"][0]["path"] == "tuning.md"
+    assert data["ask_again"]["count"] == 1 and [e["id"] for e in data["ask_again"]["examples"]] == [asked["page-spin"]]
+    # The gaps: the refusals and the answer marked down, each with its trend against the 7 days before.
+    gap_ids = {i for g in data["gaps"] for i in g["ids"]}
+    assert gap_ids == {asked["api-pair"], asked["mcp-pair"], asked["api-spin"]}
+    pair = next(g for g in data["gaps"] if asked["api-pair"] in g["ids"])
+    assert pair["previous"] == 1 and pair["examples"][0] in (PAIR_W, PAIR_G)
+    assert "00000000-0000-4000-8000-000000000001" not in gap_ids  # counted as the span before, not shown
+    # A week's buckets over a long span.
+    assert insights(base, keys["ops"], "since=200d&gaps=0")["span"]["unit"] == "week"
+
+
+def test_a_scoped_key_sees_only_its_sources(base: str, keys: dict, asked: dict):
+    mine = insights(base, keys["admin-w"], "since=7d")
+    assert (mine["total"]["questions"], mine["total"]["refused"], mine["total"]["down"]) == (3, 1, 1)
+    assert mine["sources"] == ["w"] and set(mine["channels"]) == {"api", "page"}
+    assert [(p["source"], p["path"], p["answers"]) for p in mine["cited_pages"]] == [("w", "tuning.md", 2)]
+    assert [e["id"] for e in mine["ask_again"]["examples"]] == [asked["page-spin"]]
+    ids = {i for g in mine["gaps"] for i in g["ids"]}
+    assert ids == {asked["api-pair"], asked["api-spin"]}
+    assert all(h["source"] == "w" for g in mine["gaps"] for h in g["closest"])
+    assert PAIR_G not in json.dumps(mine) and CHARGE not in json.dumps(mine)
+    pair = next(g for g in mine["gaps"] if asked["api-pair"] in g["ids"])
+    assert (pair["count"], pair["previous"], pair["trend"], pair["source"]) == (1, 1, "same", "w")
+    link = urllib.parse.urlsplit(pair["task_url"])
+    assert (link.netloc, link.path) == ("github.com", "/acme/widgets/issues/new")
+    form = urllib.parse.parse_qs(link.query)
+    assert form["title"] == [f"Docs: {PAIR_W}"] and PAIR_W in form["body"][0]
+
+    theirs = insights(base, keys["admin-g"], "since=7d")
+    assert (theirs["total"]["questions"], theirs["sources"], theirs["ask_again"]["count"]) == (2, ["g"], 0)
+    assert {i for g in theirs["gaps"] for i in g["ids"]} == {asked["mcp-pair"]}
+    assert theirs["gaps"][0]["task_url"] is None and theirs["gaps"][0]["trend"] == "new"  # no repository known
+    assert SPIN not in json.dumps(theirs) and PAIR_W not in json.dumps(theirs)
+
+
+def test_filters_change_the_figures(base: str, keys: dict, asked: dict):
+    api = insights(base, keys["ops"], "since=7d&channel=api&gaps=0")
+    assert (api["total"]["questions"], api["total"]["refused"], api["channels"], api["span"]["channel"]) == (
+        2, 1, ["api"], "api")
+    g = insights(base, keys["ops"], "since=7d&source=g")
+    assert (g["total"]["questions"], g["sources"], g["ask_again"]["count"]) == (2, ["g"], 0)
+    assert {i for gap in g["gaps"] for i in gap["ids"]} == {asked["mcp-pair"]}
+    later = (datetime.now(timezone.utc) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")
+    assert insights(base, keys["ops"], "since=7d&until=" + (datetime.now(timezone.utc) - timedelta(days=1))
+                    .strftime("%Y-%m-%dT%H:%M"))["total"]["questions"] == 0
+    assert insights(base, keys["ops"], f"since=30d&until={later}&gaps=0")["total"]["questions"] == 7  # the older one
+    assert insights(base, keys["ops"], "since=7d&gaps=0")["gaps"] == []
+
+
+@pytest.mark.parametrize("query, status, words", [
+    ("since=last+week", 400, "7d"), ("channel=fax", 400, "unknown channel"), ("unit=month", 422, "unit"),
+    ("since=1d&until=7d", 400, "before"), ("gaps=500", 422, "gaps"), ("source=nowhere", 404, "nowhere")])
+def test_bad_filters_are_one_line_errors(base: str, keys: dict, query: str, status: int, words: str):
+    reply = call(base, "/v1/insights?" + query, key=keys["ops"])
+    assert reply.status == status and words in reply.body["error"]["message"], reply.text
+    assert "\n" not in reply.body["error"]["message"]
+
+
+def test_who_may_read_the_insights(base: str, keys: dict):
+    assert call(base, "/v1/insights", key=keys["w"]).status == 403  # the log's questions: an admin key
+    assert call(base, "/v1/insights").status == 401
+    assert call(base, "/v1/insights?source=g", key=keys["admin-w"]).status == 404  # not within its sources
+
+
+def test_the_command(core: Pgcite, asked: dict, tmp_path: Path):
+    env = dict(os.environ, PGCITE_DATABASE_URL=core.settings.database_url, PGCITE_HOME=str(tmp_path / "home"))
+
+    def pgcite(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pgcite", "insights", *args], capture_output=True, text=True,
+                              cwd=REPO, timeout=300, env=env)
+
+    data = json.loads(pgcite("--since", "7d", "--json").stdout)
+    assert data["total"]["questions"] == 6 and data["total"]["refused"] == 2
+    only = json.loads(pgcite("--since", "7d", "--source", "w", "--channel", "page", "--gaps", "0", "--json").stdout)
+    assert (only["total"]["questions"], only["channels"], only["gaps"]) == (1, ["page"], [])
+    report = pgcite("--since", "7d", "--markdown").stdout
+    assert report.startswith("# Insights from ") and "6 questions; 33.3% refused, 16.7% marked down" in report
+    assert "## What the docs are missing" in report and "[File a docs task](https://github.com/acme/widgets/" in report
+    table = pgcite("--since", "7d", "--gaps", "0")
+    assert table.returncode == 0 and "Questions per day" in table.stdout and "Tuning" in table.stdout
+    bad = pgcite("--since", "soon")
+    assert bad.returncode == 1 and bad.stderr.startswith("error: --since takes a span") and bad.stderr.count("\n") == 1
+    assert pgcite("--channel", "fax").stderr.startswith("error: unknown channel 'fax'")
+    assert pgcite("--json", "--markdown").returncode == 2
+
+
+def test_repositories_and_their_links(tmp_path: Path):
+    assert repository("https://acme.github.io/widgets/", "", None).url == "https://github.com/acme/widgets"
+    assert repository("https://gitlab.com/g/sub/p/-/tree/main/docs", "", None).url == "https://gitlab.com/g/sub/p"
+    assert repository("https://widgets.dev/", "", None) is None
+    clone = tmp_path / "clone"
+    (clone / ".git").mkdir(parents=True)
+    (clone / "docs").mkdir()
+    (clone / ".git" / "config").write_text(
+        '[core]\n\tbare = false\n[remote "origin"]\n\turl = https://bot:ghp_secret@github.com/acme/docs.git\n')
+    found = repository("", str(clone / "docs"), {"pull": True})
+    assert found is not None and found.url == "https://github.com/acme/docs"  # the token is never kept
+    assert repository("", str(clone / "docs"), {}) is None  # not a clone pgcite pulls: not guessed
+    assert of_remote("git@gitlab.com:g/p.git").new_issue("T", "B") == (
+        "https://gitlab.com/g/p/-/issues/new?issue%5Btitle%5D=T&issue%5Bdescription%5D=B")
+    long = of_remote("git@github.com:a/b.git").new_issue("T", "x" * 20_000)
+    assert len(long) <= 6000
+
+
+def test_spans_are_checked():
+    now = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    span = span_of("7d", None, now=now)
+    assert (span.since, span.until) == (now - timedelta(days=7), now)
+    with pytest.raises(Exception, match="at most"):
+        span_of("99999d", None, now=now)
+    with pytest.raises(Exception, match="within this key"):
+        span_of("7d", source="g", allowed=("w",), now=now)
