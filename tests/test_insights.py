@@ -11,11 +11,13 @@ import statistics
 import subprocess
 import sys
 import urllib.parse
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import openai
 import pytest
+from tests.http_server import call, served
+from tests.test_api import DOCS, GADGETS
 
 from pgcite.core import Pgcite
 from pgcite.learn.insights import span_of
@@ -23,8 +25,6 @@ from pgcite.learn.log import Origin
 from pgcite.learn.repository import of_remote, repository
 from pgcite.store import Store, log_rows
 from pgcite.vocabulary import SearchFilter
-from tests.http_server import call, served
-from tests.test_api import DOCS, GADGETS
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
@@ -67,7 +67,7 @@ def asked(base: str, core: Pgcite, keys: dict) -> dict[str, str]:
         old = log_rows.one(store, ids["api-pair"])
         assert old is not None and old.refused
         earlier = type(old)(**{**old.__dict__, "id": "00000000-0000-4000-8000-000000000001",
-                               "asked_at": datetime.now(timezone.utc) - timedelta(days=8)})
+                               "asked_at": datetime.now(UTC) - timedelta(days=8)})
         log_rows.insert(store, [earlier])  # the same need, the span before
     return ids
 
@@ -84,11 +84,11 @@ def test_every_figure_against_the_log(base: str, core: Pgcite, keys: dict, asked
     assert (total["questions"], total["answers"], total["refused"], total["rated"], total["down"], total["stale"]) == (
         6, 6, 2, 1, 1, 1)
     assert total["refused_share"] == round(2 / 6, 4) and total["down_share"] == round(1 / 6, 4)
-    rows = [e for e in core.log_entries(since=datetime.now(timezone.utc) - timedelta(days=7), limit=None)]
+    rows = [e for e in core.log_entries(since=datetime.now(UTC) - timedelta(days=7), limit=None)]
     latencies = [e.latency_ms for e in rows]
     assert total["latency_ms"]["p50"] == round(float(statistics.median(latencies)), 1)
     assert min(latencies) <= total["latency_ms"]["p50"] <= total["latency_ms"]["p95"] <= max(latencies)
-    assert dict(zip(data["channels"], [sum(b["channels"][c] for b in data["buckets"]) for c in data["channels"]])) == {
+    assert {c: sum(b["channels"][c] for b in data["buckets"]) for c in data["channels"]} == {
         "api": 2, "page": 1, "chat": 1, "mcp": 1, "cli": 1}
     assert {s: sum(b["sources"][s] for b in data["buckets"]) for s in data["sources"]} == {"w": 3, "g": 2, "*": 1}
     assert data["sources"][0] == "w"  # most asked first
@@ -141,8 +141,8 @@ def test_filters_change_the_figures(base: str, keys: dict, asked: dict):
     g = insights(base, keys["ops"], "since=7d&source=g")
     assert (g["total"]["questions"], g["sources"], g["ask_again"]["count"]) == (2, ["g"], 0)
     assert {i for gap in g["gaps"] for i in gap["ids"]} == {asked["mcp-pair"]}
-    later = (datetime.now(timezone.utc) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")
-    assert insights(base, keys["ops"], "since=7d&until=" + (datetime.now(timezone.utc) - timedelta(days=1))
+    later = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")
+    assert insights(base, keys["ops"], "since=7d&until=" + (datetime.now(UTC) - timedelta(days=1))
                     .strftime("%Y-%m-%dT%H:%M"))["total"]["questions"] == 0
     assert insights(base, keys["ops"], f"since=30d&until={later}&gaps=0")["total"]["questions"] == 7  # the older one
     assert insights(base, keys["ops"], "since=7d&gaps=0")["gaps"] == []
@@ -204,7 +204,7 @@ def test_repositories_and_their_links(tmp_path: Path):
 
 
 def test_spans_are_checked():
-    now = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 12, 1, tzinfo=UTC)
     span = span_of("7d", None, now=now)
     assert (span.since, span.until) == (now - timedelta(days=7), now)
     with pytest.raises(Exception, match="at most"):

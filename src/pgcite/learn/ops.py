@@ -19,7 +19,7 @@ from pgcite.learn.log import AnswerLog
 from pgcite.safety import check_text
 from pgcite.store import Store, log_rows
 from pgcite.store.log_rows import LogEntry, SectionNow
-from pgcite.vocabulary import SearchFilter, SearchHit
+from pgcite.vocabulary import SearchFilter, SearchHit, wording_key
 
 if TYPE_CHECKING:
     from pgcite.learn.gaps import Asked, Gap
@@ -167,8 +167,13 @@ class LogOps:
             )
             for e in rows
         ]
+        # Each wording embedded once: the grouping keeps one vector per wording (gaps.group_questions).
+        wordings = list({wording_key(a.question): a.question for a in asked}.items())
+        row = {key: i for i, (key, _) in enumerate(wordings)}
         vectors = (
-            self.embedder.embed_documents([a.question for a in asked]) if asked else np.zeros((0, 1), dtype=np.float32)
+            self.embedder.embed_documents([q for _, q in wordings])[[row[wording_key(a.question)] for a in asked]]
+            if asked
+            else np.zeros((0, 1), dtype=np.float32)
         )
         by_id = {a.id: a for a in asked}
         return [(gap, [by_id[i] for i in gap.ids]) for gap in group_questions(asked, vectors)]
