@@ -31,7 +31,7 @@ from scratch import scratch_settings
 
 from pgcite.core import Pgcite
 from pgcite.learn.insights import span_of
-from pgcite.store import Store, insights_sql
+from pgcite.store import Store, insights_sql, log_rows
 
 ROWS = 1_000_000
 DAYS = 90
@@ -46,7 +46,7 @@ TOPICS = [f"{verb} {thing}" for verb in ("How do I configure", "Can I use", "Why
                         "custom domains", "the audit log", "API keys", "pagination", "the EU region", "Terraform")]
 COLUMNS = ("id", "asked_at", "channel", "key_name", "scope", "question", "source", "path", "version", "retrieved",
            "answer", "refused", "checks", "generator", "note", "latency_ms", "rating", "comment", "rated_at",
-           "stale_at")
+           "stale_at", "cited_pages", "cited_counts")
 
 
 def weighted(rng: random.Random, table: dict):
@@ -68,6 +68,8 @@ def generate(store: Store, rows: int, now: datetime) -> float:
     rng = random.Random(45)
     started = time.perf_counter()
     pools = {s: [sections(rng, s, c) for c in (1, 2, 3) for _ in range(200)] for s in PAGES}
+    pages = {r: log_rows.cited_pages(json.loads(r)) for pool in pools.values() for r in pool}  # as the log writes them
+    pages["[]"] = ([], [])
     answer = "The rate limiter allows 100 requests a minute per key [1]. Raise it in the settings [2]. " * 4
     with store.conn.cursor() as cur, cur.copy(f"COPY answer_log ({', '.join(COLUMNS)}) FROM STDIN") as copy:
         for _ in range(rows):
@@ -83,13 +85,15 @@ def generate(store: Store, rows: int, now: datetime) -> float:
             rated = not search and rng.random() < 0.08
             rating = ("down" if rng.random() < 0.33 else "up") if rated else None
             latency = int(rng.lognormvariate(4.0 if search else 6.7, 0.5))
+            retrieved = "[]" if refused else rng.choice(pools[source])
             copy.write_row((
                 uuid.UUID(int=rng.getrandbits(128), version=4), asked, channel, f"key-{rng.randrange(20)}",
                 list(scope) if scope else None, f"{rng.choice(TOPICS)} ({rng.randrange(400)})?", None, None, None,
-                "[]" if refused else rng.choice(pools[source]), "" if refused or search else answer, refused,
+                retrieved, "" if refused or search else answer, refused,
                 '{"unsupported": []}', "search" if search else "extractive", "", latency, rating,
                 None, asked if rated else None,
-                asked + timedelta(days=1) if not refused and not search and rng.random() < 0.03 else None))
+                asked + timedelta(days=1) if not refused and not search and rng.random() < 0.03 else None,
+                *pages[retrieved]))
     return time.perf_counter() - started
 
 
@@ -104,9 +108,9 @@ def median_seconds(run, rounds: int = ROUNDS) -> float:
 
 
 def explain(store: Store, span) -> str:
-    from pgcite.store.insights_sql import _COUNTS  # the figures' main query
+    from pgcite.store.insights_sql import _FINE  # the counts' query
 
-    plan = store.conn.execute(b"EXPLAIN (ANALYZE, BUFFERS) " + _COUNTS.as_bytes(store.conn), span.params(unit="day"))
+    plan = store.conn.execute(b"EXPLAIN (ANALYZE, BUFFERS) " + _FINE.as_bytes(store.conn), span.params(unit="day"))
     lines = [r[0] for r in plan.fetchall()]
     scan = next(line.strip() for line in lines if "Scan" in line)
     buffers = next((line.strip() for line in lines if "Buffers" in line), "")

@@ -211,3 +211,22 @@ def test_spans_are_checked():
         span_of("99999d", None, now=now)
     with pytest.raises(Exception, match="within this key"):
         span_of("7d", source="g", allowed=("w",), now=now)
+
+
+def test_the_cited_pages_the_writer_keeps_are_what_migration_22_fills_in(core: Pgcite, asked: dict):
+    """The log writer keeps each answer's cited pages in columns of their own (log_rows.cited_pages);
+    migration 22 fills them in for the rows written before, from the same sections."""
+    from pgcite.store.schema import MIGRATIONS
+
+    backfill = next(s for s in MIGRATIONS[21].split(";") if "UPDATE answer_log" in s)
+    query = "SELECT id, cited_pages, cited_counts FROM answer_log ORDER BY id"
+    with Store.open(core.settings) as store:
+        written = {str(r[0]): dict(zip(r[1], r[2], strict=True)) for r in store.conn.execute(query).fetchall()}
+        with store.conn.transaction(force_rollback=True):
+            store.conn.execute("UPDATE answer_log SET cited_pages = '{}', cited_counts = '{}'")
+            store.conn.execute(backfill)
+            filled = {str(r[0]): dict(zip(r[1], r[2], strict=True)) for r in store.conn.execute(query).fetchall()}
+    assert filled == written
+    assert written[asked["api-spin"]] and all(n >= 1 for n in written[asked["api-spin"]].values())
+    assert not written[asked["api-pair"]]  # refused: nothing cited
+    assert all(page.startswith(("w:", "g:")) for pages in written.values() for page in pages)

@@ -1,7 +1,7 @@
 """The SQL of the insights (learn/insights.py): aggregates over the answer log within a span and
 the caller's scope, read through the covering index of migration 22 (an index-only scan of
-(asked_at) with the columns every figure counts, so the rows' text and sections are never read but
-for the most cited pages and the examples).
+(asked_at) with the columns every figure counts, the pages each answer cited among them, so the
+rows' text and sections are never read but for the examples).
 
 Every figure sees the rows log_rows.VISIBLE lets the caller see, and the same filters: the span
 [since, until), a source (one the question was asked over) and a channel."""
@@ -68,52 +68,57 @@ class Counts:
     latency_p95: float | None
 
 
-# One scan, every split: GROUPING SETS by bucket, by bucket and channel, by bucket and source, and the
-# whole span. The source of a row is what it was asked over: one source, several joined by "+", or
-# EVERY_SOURCE.
-_COUNTS = sql.SQL(
-    """SELECT bucket, channel, src, GROUPING(bucket) AS whole, GROUPING(channel) AS by_channel,
-              GROUPING(src) AS by_source, count(*), count(*) FILTER (WHERE generator <> {search}),
+# A bucket's start, as date_trunc(unit, asked_at, 'UTC') gives it (that form is twice as slow per row).
+_BUCKET = "date_trunc(%(unit)s, asked_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
+
+# Every count by bucket, channel and scope (one hashed pass, a few hundred rows); every split and
+# sum of counts() is added up from them. The percentiles, which cannot be added up, take a second
+# pass by bucket alone (a sort of the span's latencies).
+_FINE = sql.SQL(
+    """SELECT {bucket}, channel, scope, count(*), count(*) FILTER (WHERE generator <> {search}),
               count(*) FILTER (WHERE refused), count(*) FILTER (WHERE rating IS NOT NULL),
-              count(*) FILTER (WHERE rating = 'down'), count(*) FILTER (WHERE stale_at IS NOT NULL),
-              percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms),
+              count(*) FILTER (WHERE rating = 'down'), count(*) FILTER (WHERE stale_at IS NOT NULL)
+       FROM answer_log WHERE {where} GROUP BY 1, 2, 3"""
+).format(bucket=sql.SQL(_BUCKET), search=sql.Literal(SEARCH), where=_WHERE)
+_LATENCY = sql.SQL(
+    """SELECT bucket, GROUPING(bucket), percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms),
               percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms)
-       FROM (SELECT date_trunc(%(unit)s, asked_at, 'UTC') AS bucket, channel,
-                    CASE WHEN scope IS NULL THEN {every} ELSE array_to_string(scope, '+') END AS src,
-                    generator, refused, rating, stale_at, latency_ms
-             FROM answer_log WHERE {where}) rows
-       GROUP BY GROUPING SETS ((bucket), (bucket, channel), (bucket, src), ())"""
-).format(search=sql.Literal(SEARCH), every=sql.Literal(EVERY_SOURCE), where=_WHERE)
+       FROM (SELECT {bucket} AS bucket, latency_ms FROM answer_log WHERE {where}) rows
+       GROUP BY GROUPING SETS ((bucket), ())"""
+).format(bucket=sql.SQL(_BUCKET), where=_WHERE)
+# Sorting a month's latencies takes more than the default 4 MB (a sort on disk, a third slower).
+_WORK_MEM = "64MB"
 
 
 def counts(store: Store, span: Span, unit: str) -> list[Counts]:
     """unit: "day" or "week" (a bucket's length). Rows: per bucket, per bucket and channel, per
-    bucket and source, and one for the whole span (bucket None, channel None, source None)."""
+    bucket and source, and one for the whole span (bucket None, channel None, source None); the
+    latency percentiles are the buckets' and the span's (None in the rows split by channel or source)."""
     if unit not in ("day", "week"):
         raise ValueError(f"a bucket is a day or a week (got {unit!r})")
+    params = span.params(unit=unit)
+    with store.conn.transaction():
+        store.conn.execute(sql.SQL("SET LOCAL work_mem = {}").format(sql.Literal(_WORK_MEM)))
+        fine = store.conn.execute(_FINE, params).fetchall()
+        latency = {
+            None if whole else bucket: (p50, p95)
+            for bucket, whole, p50, p95 in store.conn.execute(_LATENCY, params).fetchall()
+        }
+    sums: dict[tuple, list[int]] = {}
+    for bucket, channel, scope, *figures in fine:
+        src = EVERY_SOURCE if scope is None else "+".join(scope)
+        for key in ((None, None, None), (bucket, None, None), (bucket, channel, None), (bucket, None, src)):
+            total = sums.setdefault(key, [0] * len(figures))
+            for i, n in enumerate(figures):
+                total[i] += n
     found = []
-    for row in store.conn.execute(_COUNTS, span.params(unit=unit)).fetchall():
-        (
-            bucket,
-            channel,
-            src,
-            whole,
-            by_channel,
-            by_source,
-            questions,
-            answers,
-            refused,
-            rated,
-            down,
-            stale,
-            p50,
-            p95,
-        ) = row
+    for (bucket, channel, src), (questions, answers, refused, rated, down, stale) in sums.items():
+        p50, p95 = latency.get(bucket, (None, None)) if channel is None and src is None else (None, None)
         found.append(
             Counts(
-                None if whole else bucket,
-                None if by_channel else channel,
-                None if by_source else src,
+                bucket,
+                channel,
+                src,
                 questions,
                 answers,
                 refused,
@@ -137,20 +142,26 @@ class CitedPage:
     citations: int  # its sections cited, over those answers
 
 
+# Each answer's cited pages are columns of its own (migration 22, log_rows.cited_pages), in the
+# covering index: no answer's sections are unpacked.
 _CITED_PAGES = sql.SQL(
     """SELECT c.source, c.path, coalesce(d.title, ''), coalesce(d.url, ''), c.answers, c.citations
-       FROM (SELECT r ->> 'source' AS source, r ->> 'path' AS path, count(DISTINCT a.id) AS answers,
-                    count(*) AS citations
-             FROM answer_log a CROSS JOIN LATERAL jsonb_array_elements(a.retrieved) r
-             WHERE {where} AND NOT a.refused AND a.generator <> {search} AND (r ->> 'cited')::boolean
-             GROUP BY 1, 2 ORDER BY answers DESC, citations DESC, 1, 2 LIMIT %(limit)s) c
+       FROM (SELECT split_part(page, ':', 1) AS source, substr(page, strpos(page, ':') + 1) AS path,
+                    answers, citations
+             FROM (SELECT p.page, count(*) AS answers, sum(p.n) AS citations
+                   FROM answer_log a CROSS JOIN LATERAL unnest(a.cited_pages, a.cited_counts) p(page, n)
+                   WHERE {where} AND NOT a.refused AND a.generator <> {search}
+                   GROUP BY 1) pages
+             ORDER BY answers DESC, citations DESC, 1, 2 LIMIT %(limit)s) c
        LEFT JOIN documents d ON d.source = c.source AND d.path = c.path
        ORDER BY c.answers DESC, c.citations DESC, c.source, c.path"""
 ).format(where=_WHERE, search=sql.Literal(SEARCH))
 
 
 def cited_pages(store: Store, span: Span, limit: int) -> list[CitedPage]:
-    """The pages whose sections the answers cited most, by answers citing them."""
+    """The pages whose sections the answers cited most, by answers citing them. Each answer's cited
+    pages are columns of its own (migration 22, log_rows.cited_pages), held by the covering index:
+    no answer's sections are unpacked."""
     rows = store.conn.execute(_CITED_PAGES, span.params(limit=limit)).fetchall()
     return [CitedPage(*r) for r in rows]
 

@@ -58,13 +58,25 @@ def _entry(row: tuple) -> LogEntry:
     return LogEntry(**values)
 
 
+def cited_pages(retrieved: Sequence[dict]) -> tuple[list[str], list[int]]:
+    """The pages whose sections an answer cited, each once as "source:path" (a source's name has no
+    colon), in order, and how many of its sections: the columns the insights count (migration 22)."""
+    counts: dict[str, int] = {}
+    for section in retrieved:
+        if section.get("cited"):
+            page = f"{section['source']}:{section['path']}"
+            counts[page] = counts.get(page, 0) + 1
+    pages = sorted(counts)
+    return pages, [counts[p] for p in pages]
+
+
 def insert(store: Store, entries: Sequence[LogEntry]) -> None:
     columns = _COLUMNS[:16]  # feedback comes later
     with store.conn.cursor() as cur:
         cur.executemany(
-            f"INSERT INTO answer_log ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "
-            "ON CONFLICT (id) DO NOTHING",
-            [[_value(e, c) for c in columns] for e in entries],
+            f"INSERT INTO answer_log ({', '.join(columns)}, cited_pages, cited_counts) "
+            f"VALUES ({', '.join(['%s'] * (len(columns) + 2))}) ON CONFLICT (id) DO NOTHING",
+            [[*(_value(e, c) for c in columns), *cited_pages(e.retrieved)] for e in entries],
         )
 
 
