@@ -142,8 +142,6 @@ class CitedPage:
     citations: int  # its sections cited, over those answers
 
 
-# Each answer's cited pages are columns of its own (migration 22, log_rows.cited_pages), in the
-# covering index: no answer's sections are unpacked.
 _CITED_PAGES = sql.SQL(
     """SELECT c.source, c.path, coalesce(d.title, ''), coalesce(d.url, ''), c.answers, c.citations
        FROM (SELECT split_part(page, ':', 1) AS source, substr(page, strpos(page, ':') + 1) AS path,
@@ -160,7 +158,7 @@ _CITED_PAGES = sql.SQL(
 
 def cited_pages(store: Store, span: Span, limit: int) -> list[CitedPage]:
     """The pages whose sections the answers cited most, by answers citing them. Each answer's cited
-    pages are columns of its own (migration 22, log_rows.cited_pages), held by the covering index:
+    pages are columns of their own (migration 22, log_rows.cited_pages), held by the covering index:
     no answer's sections are unpacked."""
     rows = store.conn.execute(_CITED_PAGES, span.params(limit=limit)).fetchall()
     return [CitedPage(*r) for r in rows]
