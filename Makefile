@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: install dev demo test check bench bench-peers chat-model reader-teacher clean
+.PHONY: install dev demo test check bench bench-peers chat-model reader-teacher vendor-charts clean
 
 # pgcite itself: no torch (the bundled model runs on ONNX Runtime).
 install: $(STAMP)
@@ -44,6 +44,18 @@ check: dev
 	$(VENV)/bin/ruff format --check src/pgcite
 	$(VENV)/bin/mypy src/pgcite
 	$(VENV)/bin/lint-imports
+
+# The insights page's charts: Chart.js's UMD build and licence, vendored into the package's static files
+# (nothing is fetched at run time). Run only to upgrade; the checksum is the build the page was tested with.
+CHARTJS := 4.6.2
+CHARTJS_SHA256 := 3f288f4f26882c26b58931fb586a9b4f30370b5de38d69dc005b0bd05b08e113
+STATIC := src/pgcite/server/static
+vendor-charts:
+	rm -rf build/chartjs && mkdir -p build/chartjs
+	cd build/chartjs && npm pack chart.js@$(CHARTJS) --silent >/dev/null && tar xzf chart.js-$(CHARTJS).tgz
+	echo "$(CHARTJS_SHA256)  build/chartjs/package/dist/chart.umd.min.js" | sha256sum -c --quiet
+	cp build/chartjs/package/dist/chart.umd.min.js $(STATIC)/chart.umd.min.js
+	cp build/chartjs/package/LICENSE.md $(STATIC)/chart.js-LICENSE.txt
 
 # pgcite's search against txtai and LlamaIndex on the same chunks and model, in a venv of its own.
 PEERS := .venv-peers

@@ -1,5 +1,7 @@
-"""The web page: `GET /` and its two static files, and the Ask-AI widget's script at `/widget.js`;
-all read from the package folder `pgcite/server/static/`.
+"""The web pages: `GET /` (ask) and `GET /insights` (the answer log's charts; its figures come from
+/v1/insights with an admin key) with their static files, and the Ask-AI widget's script at
+`/widget.js`; all read from the package folder `pgcite/server/static/`. The charts are drawn by
+Chart.js, vendored there with its licence (`make vendor-charts`).
 
 The page is plain HTML, CSS and one script with no build step and nothing fetched from elsewhere,
 so it works offline. It talks to the same server's /v1 API. Only the files named in `_FILES` are
@@ -24,8 +26,11 @@ CSP = (
 _FILES = {
     "app.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
+    "insights.js": "text/javascript; charset=utf-8",
+    "insights.css": "text/css; charset=utf-8",
+    "chart.umd.min.js": "text/javascript; charset=utf-8",
+    "chart.js-LICENSE.txt": "text/plain; charset=utf-8",
 }
-_PAGE = "index.html"
 
 
 def _headers(cache: str) -> dict[str, str]:
@@ -41,11 +46,24 @@ def _read(name: str) -> bytes:
     return resources.files("pgcite").joinpath("server", "static", name).read_bytes()
 
 
+def read_static(name: str) -> str:
+    """A static file's text (the insights report inlines them: publish/insights_report.py)."""
+    return _read(name).decode()
+
+
+def _page(name: str) -> Response:
+    # Revalidated on every load, so an upgraded server's page is seen at once.
+    return Response(_read(name), media_type="text/html; charset=utf-8", headers=_headers("no-cache"))
+
+
 def add_web_routes(app: FastAPI) -> None:
     @app.get("/", include_in_schema=False)
     def page() -> Response:
-        # Revalidated on every load, so an upgraded server's page is seen at once.
-        return Response(_read(_PAGE), media_type="text/html; charset=utf-8", headers=_headers("no-cache"))
+        return _page("index.html")
+
+    @app.get("/insights", include_in_schema=False)
+    def insights() -> Response:
+        return _page("insights.html")
 
     @app.get("/widget.js", include_in_schema=False)
     def widget() -> Response:

@@ -1,0 +1,299 @@
+// pgcite's insights: the answer log's figures as charts, each with its numbers in a table one click away.
+// Served at /insights (figures from GET v1/insights, filters kept in the URL) and inlined into
+// `pgcite insights --html` (figures from the embedded #insights-data, no requests at all).
+// Questions and page titles are only ever set with textContent, never parsed as HTML.
+"use strict";
+(() => {
+  const KEY = "pgcite.key"; // shared with the ask page: one key per browser
+  const FILTERS = ["since", "source", "channel", "language"];
+  const CHANNELS = {
+    cli: "Command line", api: "HTTP API", page: "Web page", widget: "Widget", chat: "Chat API",
+    mcp: "MCP (agents)", slack: "Slack", discord: "Discord",
+  };
+  const EVERY_SOURCE = "*";
+  const $ = (selector) => document.querySelector(selector);
+  const embedded = document.getElementById("insights-data");
+  const figures = $("#figures"), statusLine = $("#status"), keyForm = $("#key"), filters = $("#filters");
+  const charts = [], makers = new Map(); // drawn charts; each figure card -> how to draw its chart
+  let serial = 0, shown = null;
+
+  // An element: props are attributes, except class, text (textContent) and on* (listeners).
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(props || {})) {
+      if (value == null || value === false) continue;
+      if (name === "class") node.className = value;
+      else if (name === "text") node.textContent = value;
+      else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+      else node.setAttribute(name, value === true ? "" : value);
+    }
+    for (const child of children.flat()) if (child != null && child !== false) node.append(child);
+    return node;
+  }
+
+  // Only http(s) links ever become an href.
+  function safeUrl(url) {
+    if (typeof url !== "string" || !/^https?:\/\//i.test(url)) return null;
+    try { const parsed = new URL(url); return /^https?:$/.test(parsed.protocol) ? parsed.href : null; }
+    catch (_) { return null; }
+  }
+  const link = (url, text) => {
+    const href = safeUrl(url);
+    return href ? el("a", { href, target: "_blank", rel: "noopener noreferrer", text }) : el("span", { text });
+  };
+
+  const oneLine = (text) => String(text).replace(/\s+/g, " ").trim();
+  const showStatus = (message) => { statusLine.textContent = message || ""; statusLine.hidden = !message; };
+  const pct = (share) => (share == null ? "–" : `${(share * 100).toFixed(1)}%`);
+  const ms = (value) => (value == null ? "–" : `${Math.round(value)} ms`);
+  const day = (iso) => iso.slice(0, 10);
+  const sourceName = (label) => (label === EVERY_SOURCE ? "every source" : label);
+  const channelName = (name) => CHANNELS[name] || name;
+
+  // ---- the figures: from the report's own data, else the server, with a key when it wants one ----
+  const saved = {
+    get: () => { try { return localStorage.getItem(KEY); } catch (_) { return null; } },
+    set: (value) => { try { localStorage.setItem(KEY, value); } catch (_) { /* storage is off */ } },
+  };
+
+  function askForKey(message) {
+    return new Promise((resolve) => {
+      $("#key-message").textContent = message;
+      keyForm.hidden = false;
+      $("#key-input").focus();
+      keyForm.onsubmit = (event) => {
+        event.preventDefault();
+        saved.set($("#key-input").value.trim());
+        $("#key-input").value = "";
+        keyForm.hidden = true;
+        resolve();
+      };
+    });
+  }
+
+  async function get(path) {
+    for (;;) {
+      const headers = new Headers({ Accept: "application/json" });
+      const key = saved.get();
+      if (key) headers.set("Authorization", "Bearer " + key);
+      const response = await fetch(path, { headers });
+      const body = await response.json().catch(() => null);
+      if (response.status === 401 || response.status === 403) {
+        const said = oneLine((body && body.error && body.error.message) || "");
+        await askForKey(`The insights need an API key that may read the answer log. ${said}`.trim());
+        continue;
+      }
+      if (!response.ok) throw new Error(oneLine((body && body.error && body.error.message) || `HTTP ${response.status}`));
+      return body;
+    }
+  }
+
+  const wanted = () => {
+    const params = new URLSearchParams(location.search);
+    return Object.fromEntries(FILTERS.map((name) => [name, params.get(name) || ""]));
+  };
+
+  async function load() {
+    if (embedded) return { data: JSON.parse(embedded.textContent), sources: [] };
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(wanted())) if (value) query.set(name, value);
+    const data = await get("v1/insights?" + query);
+    const sources = (await get("v1/sources")).sources.map((s) => s.name);
+    return { data, sources };
+  }
+
+  // ---- the filters: a GET form, so the URL holds the view ----------------------------------------
+  function fillFilters(data, sources) {
+    const now = wanted();
+    const options = {
+      source: [...sources],
+      channel: Object.keys(CHANNELS).concat(data.channels.filter((c) => !(c in CHANNELS))),
+      language: [...(data.languages || [])],
+    };
+    for (const [name, values] of Object.entries(options)) {
+      const select = filters.elements[name];
+      select.replaceChildren(select.options[0]);
+      if (now[name] && !values.includes(now[name])) values.push(now[name]);
+      for (const value of values) select.append(el("option", { value, text: name === "channel" ? channelName(value) : value }));
+    }
+    const since = filters.elements.since;
+    if (now.since && ![...since.options].some((o) => o.value === now.since)) since.append(el("option", { value: now.since, text: `Since ${now.since}` }));
+    for (const name of FILTERS) if (now[name]) filters.elements[name].value = now[name];
+    // A choice applies at once; the button stays for keyboards and for when scripts are slow.
+    for (const select of filters.querySelectorAll("select")) select.onchange = () => filters.requestSubmit();
+    filters.onsubmit = (event) => { // empty filters stay out of the URL
+      event.preventDefault();
+      const query = new URLSearchParams();
+      for (const name of FILTERS) if (filters.elements[name].value) query.set(name, filters.elements[name].value);
+      location.search = query.toString();
+    };
+  }
+
+  // ---- charts: colours from the stylesheet, so they follow light and dark -------------------------
+  const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  const series = (i) => css(`--series-${(i % 8) + 1}`);
+
+  function chartOptions(extra) {
+    const text = css("--muted"), grid = css("--border");
+    const axis = { ticks: { color: text }, grid: { color: grid }, border: { color: grid } };
+    return {
+      responsive: true, maintainAspectRatio: false, animation: false,
+      plugins: { legend: { position: "bottom", labels: { color: css("--text"), boxWidth: 12 } } },
+      scales: { x: { ...axis }, y: { ...axis, beginAtZero: true } },
+      ...extra,
+    };
+  }
+
+  function table(caption, header, rows) {
+    return el("div", { class: "table-wrap" }, el("table", {},
+      el("caption", { class: "visually-hidden", text: caption }),
+      el("thead", {}, el("tr", {}, header.map((h, i) => el("th", { scope: "col", class: i ? "num" : null, text: h })))),
+      el("tbody", {}, rows.map((row) => el("tr", {}, row.map((cell, i) => (i
+        ? el("td", { class: "num", text: String(cell) })
+        : el("th", { scope: "row" }, cell))))))));
+  }
+
+  // A chart and its table: `make(canvas)` draws, `rows` are the same numbers as text.
+  function figure(id, title, summary, make, header, rows) {
+    const headingId = `h-${id}-${++serial}`;
+    const canvas = el("canvas", { role: "img", "aria-label": `${summary} The numbers are in the table below.` });
+    const card = el("section", { class: "card figure", "data-chart": id, "aria-labelledby": headingId },
+      el("h2", { id: headingId, text: title }),
+      el("div", { class: "canvas-box" }, canvas),
+      el("details", {}, el("summary", { text: "Show the numbers" }), table(title, header, rows)));
+    makers.set(card, () => make(canvas));
+    return card;
+  }
+
+  function bars(labels, sets, stacked, extra) {
+    return (canvas) => new Chart(canvas, {
+      type: "bar",
+      data: { labels, datasets: sets.map((s, i) => ({ backgroundColor: series(i), ...s })) },
+      options: chartOptions({ ...extra, scales: { x: { stacked, ...chartOptions().scales.x }, y: { stacked, ...chartOptions().scales.y } } }),
+    });
+  }
+
+  function lines(labels, sets, unit) {
+    return (canvas) => new Chart(canvas, {
+      type: "line",
+      data: { labels, datasets: sets.map((s, i) => ({ borderColor: series(i), backgroundColor: series(i), spanGaps: true, pointRadius: 3, ...s })) },
+      options: chartOptions({ scales: { ...chartOptions().scales, y: { ...chartOptions().scales.y, title: { display: true, text: unit, color: css("--muted") } } } }),
+    });
+  }
+
+  // ---- the page -------------------------------------------------------------------------------
+  function tiles(total) {
+    const tile = (label, value, note) => el("div", { class: "tile" },
+      el("dt", { text: label }), el("dd", { text: value }), note ? el("dd", { class: "muted small", text: note }) : null);
+    return el("dl", { class: "tiles" },
+      tile("Questions", String(total.questions), `${total.answers} answered or refused`),
+      tile("Refused", pct(total.refused_share), `${total.refused} of ${total.answers}`),
+      tile("Marked down", pct(total.down_share), `${total.down} of ${total.answers} (${total.rated} rated)`),
+      tile("Latency p50 / p95", `${ms(total.latency_ms.p50)} / ${ms(total.latency_ms.p95)}`));
+  }
+
+  function spanLine(data) {
+    const span = data.span;
+    const where = [span.source && `source ${span.source}`, span.channel && channelName(span.channel), span.language && `language ${span.language}`];
+    return `From ${span.since.slice(0, 16).replace("T", " ")} to ${span.until.slice(0, 16).replace("T", " ")} UTC, by ${span.unit}`
+      + where.filter(Boolean).map((w) => ` · ${w}`).join("");
+  }
+
+  function overTime(data) {
+    const b = data.buckets, unit = data.span.unit;
+    const labels = b.map((x) => x.start.slice(5, 10));
+    const dates = b.map((x) => (unit === "week" ? `week of ${day(x.start)}` : day(x.start)));
+    const per = `per ${unit}`;
+    const byChannel = data.channels.map((c) => ({ label: channelName(c), data: b.map((x) => x.channels[c]) }));
+    const bySource = data.sources.map((s) => ({ label: sourceName(s), data: b.map((x) => x.sources[s]) }));
+    const share = (v) => (v == null ? null : Math.round(v * 1000) / 10);
+    return [
+      figure("channels", `Questions ${per}, by channel`, `Stacked bars of questions ${per} by channel.`,
+        bars(labels, byChannel, true), ["", ...byChannel.map((s) => s.label), "all"],
+        b.map((x, i) => [dates[i], ...byChannel.map((s) => s.data[i]), x.questions])),
+      figure("sources", `Questions ${per}, by source`, `Stacked bars of questions ${per} by the source asked.`,
+        bars(labels, bySource, true), ["", ...bySource.map((s) => s.label), "all"],
+        b.map((x, i) => [dates[i], ...bySource.map((s) => s.data[i]), x.questions])),
+      figure("shares", "Refused and marked down", `Lines of the share of answers refused and marked down ${per}, in percent.`,
+        lines(labels, [{ label: "refused %", data: b.map((x) => share(x.refused_share)) },
+          { label: "marked down %", data: b.map((x) => share(x.down_share)) }], "% of answers"),
+        ["", "answers", "refused", "refused %", "marked down", "marked down %"],
+        b.map((x, i) => [dates[i], x.answers, x.refused, pct(x.refused_share), x.down, pct(x.down_share)])),
+      figure("latency", "Latency", `Lines of the median and 95th percentile latency ${per}, in milliseconds.`,
+        lines(labels, [{ label: "median", data: b.map((x) => x.latency_ms.p50) },
+          { label: "p95", data: b.map((x) => x.latency_ms.p95) }], "ms"),
+        ["", "median ms", "p95 ms"], b.map((x, i) => [dates[i], ms(x.latency_ms.p50), ms(x.latency_ms.p95)])),
+    ];
+  }
+
+  function citedPages(pages) {
+    const name = (p) => p.title || p.path;
+    return figure("pages", "The most cited pages", "Horizontal bars of the answers citing each page.",
+      bars(pages.map((p) => oneLine(name(p)).slice(0, 40)), [{ label: "answers citing it", data: pages.map((p) => p.answers) }],
+        false, { indexAxis: "y", plugins: { legend: { display: false } } }),
+      ["page", "source", "answers", "sections cited"],
+      pages.map((p) => [link(p.url, name(p)), p.source, p.answers, p.citations]));
+  }
+
+  function gapsList(gaps) {
+    const card = el("section", { class: "card", "data-list": "gaps", "aria-labelledby": "h-gaps" },
+      el("h2", { id: "h-gaps", text: "What the docs are missing" }));
+    if (!gaps.length) return card.append(el("p", { class: "muted", text: "No unanswered questions in this span." })), card;
+    const trend = { new: "new", up: "up from", down: "down from", same: "as" };
+    card.append(el("ol", { class: "gaps" }, gaps.map((g) => el("li", { class: "gap" },
+      el("p", { class: "gap-question", text: g.examples[0] }),
+      el("p", { class: "muted small", text: `Asked ${g.count} ${g.count === 1 ? "time" : "times"} · `
+        + (g.trend === "new" ? "new this span" : `${trend[g.trend]} ${g.previous} the span before`)
+        + (g.source ? ` · ${g.source}` : "") + ` · ${Object.entries(g.reasons).map(([r, n]) => `${n} ${r}`).join(", ")}` }),
+      g.examples.length > 1 ? el("details", {}, el("summary", { text: `Asked ${g.examples.length - 1} other ways` }),
+        el("ul", {}, g.examples.slice(1).map((e) => el("li", { text: e })))) : null,
+      g.closest.length ? el("p", { class: "small" }, "Closest sections: ",
+        g.closest.map((h, i) => [i ? " · " : "", link(h.url, h.breadcrumb || h.path)])) : null,
+      g.task_url && safeUrl(g.task_url) ? el("a", { class: "task", href: safeUrl(g.task_url), target: "_blank", rel: "noopener noreferrer", text: "File a docs task" }) : null))));
+    return card;
+  }
+
+  function askAgain(again) {
+    return el("section", { class: "card", "data-list": "ask-again", "aria-labelledby": "h-again" },
+      el("h2", { id: "h-again", text: "Ask again" }),
+      el("p", { class: "muted", text: `${again.count} ${again.count === 1 ? "answer" : "answers"} cited sections that have changed since.` }),
+      again.examples.length ? el("ul", { class: "again" }, again.examples.map((e) => el("li", {},
+        el("span", { class: "muted small", text: `${day(e.asked_at)} · ${channelName(e.channel)} · ${sourceName(e.source)} · ` }),
+        el("span", { text: e.question })))) : null);
+  }
+
+  function draw() {
+    while (charts.length) charts.pop().destroy();
+    for (const card of figures.querySelectorAll(".figure")) charts.push(makers.get(card)());
+  }
+
+  function render(data) {
+    shown = data;
+    makers.clear();
+    $("#span").textContent = spanLine(data);
+    figures.replaceChildren(
+      tiles(data.total),
+      el("div", { class: "grid" }, overTime(data), citedPages(data.cited_pages)),
+      gapsList(data.gaps),
+      askAgain(data.ask_again));
+    if (typeof Chart === "undefined") showStatus("The charts could not be drawn; every figure is in its table.");
+    else draw();
+    figures.setAttribute("aria-busy", "false");
+    document.documentElement.dataset.ready = "true"; // for tests and screenshots: everything is drawn
+  }
+
+  // Light and dark: the colours are read again when the reader's scheme changes.
+  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => { if (shown && typeof Chart !== "undefined") draw(); });
+
+  (async () => {
+    if (embedded) filters.hidden = true;
+    try {
+      const { data, sources } = await load();
+      if (!embedded) fillFilters(data, sources);
+      render(data);
+    } catch (error) {
+      showStatus(`The insights could not be read: ${error.message}`);
+      figures.setAttribute("aria-busy", "false");
+    }
+  })();
+})();
