@@ -16,9 +16,14 @@ from pathlib import Path
 
 import openai
 import pytest
-from tests.http_server import call, served
+from psycopg.conninfo import make_conninfo
+from tests.conftest import _drop_database, _fresh_database
+from tests.http_server import call, running, served
 from tests.test_api import DOCS, GADGETS
+from tests.test_languages import BASE as SITE_BASE
+from tests.test_languages import write_site
 
+from pgcite.config import Settings
 from pgcite.core import Pgcite
 from pgcite.learn.insights import span_of
 from pgcite.learn.log import Origin
@@ -100,6 +105,7 @@ def test_every_figure_against_the_log(base: str, core: Pgcite, keys: dict, asked
     assert pages[("w", "tuning.md")] == 3 and pages[("g", "gadgets.md")] == 1 and len(pages) == 2
     assert data["cited_pages"][0]["title"] == "Tuning" and data["cited_pages"][0]["path"] == "tuning.md"
     assert data["ask_again"]["count"] == 1 and [e["id"] for e in data["ask_again"]["examples"]] == [asked["page-spin"]]
+    assert data["languages"] == [] and data["span"]["language"] is None  # folders of Markdown: no language
     # The gaps: the refusals and the answer marked down, each with its trend against the 7 days before.
     gap_ids = {i for g in data["gaps"] for i in g["ids"]}
     assert gap_ids == {asked["api-pair"], asked["mcp-pair"], asked["api-spin"]}
@@ -150,7 +156,8 @@ def test_filters_change_the_figures(base: str, keys: dict, asked: dict):
 
 @pytest.mark.parametrize("query, status, words", [
     ("since=last+week", 400, "7d"), ("channel=fax", 400, "unknown channel"), ("unit=month", 422, "unit"),
-    ("since=1d&until=7d", 400, "before"), ("gaps=500", 422, "gaps"), ("source=nowhere", 404, "nowhere")])
+    ("since=1d&until=7d", 400, "before"), ("gaps=500", 422, "gaps"), ("source=nowhere", 404, "nowhere"),
+    ("language=en%3B+drop", 400, "not a language tag"), ("language=" + "x" * 41, 422, "language")])
 def test_bad_filters_are_one_line_errors(base: str, keys: dict, query: str, status: int, words: str):
     reply = call(base, "/v1/insights?" + query, key=keys["ops"])
     assert reply.status == status and words in reply.body["error"]["message"], reply.text
@@ -182,6 +189,11 @@ def test_the_command(core: Pgcite, asked: dict, tmp_path: Path):
     bad = pgcite("--since", "soon")
     assert bad.returncode == 1 and bad.stderr.startswith("error: --since takes a span") and bad.stderr.count("\n") == 1
     assert pgcite("--channel", "fax").stderr.startswith("error: unknown channel 'fax'")
+    bad = pgcite("--language", "en; drop")
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1
+    assert bad.stderr.startswith("error: the language 'en; drop' is not a language tag; use one like en, fr or pt-br")
+    english = json.loads(pgcite("--since", "7d", "--language", "EN", "--gaps", "0", "--json").stdout)
+    assert (english["span"]["language"], english["total"]["questions"]) == ("en", 0)  # these pages have none
     assert pgcite("--json", "--markdown").returncode == 2
 
 
@@ -211,6 +223,10 @@ def test_spans_are_checked():
         span_of("99999d", None, now=now)
     with pytest.raises(Exception, match="within this key"):
         span_of("7d", source="g", allowed=("w",), now=now)
+    assert span_of("7d", language="PT_br", now=now).language == "pt-br"
+    assert span_of("7d", language="", now=now).language is None
+    with pytest.raises(Exception, match="not a language tag"):
+        span_of("7d", language="<script>", now=now)
 
 
 def test_the_cited_pages_the_writer_keeps_are_what_migration_22_fills_in(core: Pgcite, asked: dict):
@@ -230,3 +246,75 @@ def test_the_cited_pages_the_writer_keeps_are_what_migration_22_fills_in(core: P
     assert written[asked["api-spin"]] and all(n >= 1 for n in written[asked["api-spin"]].values())
     assert not written[asked["api-pair"]]  # refused: nothing cited
     assert all(page.startswith(("w:", "g:")) for pages in written.values() for page in pages)
+
+
+SIDEBAR_EN = "How do I add links to the sidebar?"
+THEMES_EN = "How do I change the colours of the site with custom CSS?"
+SIDEBAR_FR = "Comment ajouter des liens à la barre latérale ?"
+
+
+@pytest.fixture(scope="module")
+def multilingual(admin_dsn: str, embedder, tmp_path_factory):
+    """A Starlight site in English, French and Japanese (tests/test_languages.py) on a database of its
+    own, asked twice in English and once in French (marked down), and an admin key."""
+    root = tmp_path_factory.mktemp("insights-languages")
+    name = _fresh_database(admin_dsn)
+    settings = Settings(home=root / "home", database_url=make_conninfo(admin_dsn, dbname=name))
+    try:
+        with Pgcite(settings, embedder=embedder) as app:
+            app.ingest(write_site(root / "site"), source="demo", base_url=SITE_BASE)
+            app.warm_up()
+            ids = {q: app.ask(q, origin=Origin("cli")).id for q in (SIDEBAR_EN, THEMES_EN, SIDEBAR_FR)}
+            assert all(ids.values())
+            app.rate(ids[SIDEBAR_FR], "down", comment="not what I asked")
+            app.log_entries()  # flushed
+            yield app, ids, app.create_key("ops", admin=True)
+    finally:
+        _drop_database(admin_dsn, name)
+
+
+def test_the_writer_keeps_each_answers_language_as_migration_22_fills_it_in(multilingual):
+    """The log writer keeps the language of the page of each answer's first section (log_rows.insert,
+    looked up in documents); migration 22 fills it in the same way for the rows written before."""
+    from pgcite.store.schema import MIGRATIONS
+
+    app, ids, _ = multilingual
+    backfill = next(s for s in MIGRATIONS[21].split(";") if "SET language" in s)
+    query = "SELECT id, language FROM answer_log ORDER BY id"
+    with Store.open(app.settings) as store:
+        written = {str(i): language for i, language in store.conn.execute(query).fetchall()}
+        pages = {
+            str(i): language
+            for i, language in store.conn.execute(
+                """SELECT a.id, d.language FROM answer_log a JOIN documents d
+                   ON d.source = a.retrieved -> 0 ->> 'source' AND d.path = a.retrieved -> 0 ->> 'path'"""
+            ).fetchall()
+        }
+        with store.conn.transaction(force_rollback=True):
+            store.conn.execute("UPDATE answer_log SET language = ''")
+            store.conn.execute(backfill)
+            filled = {str(i): language for i, language in store.conn.execute(query).fetchall()}
+    assert written == {ids[SIDEBAR_EN]: "en", ids[THEMES_EN]: "en", ids[SIDEBAR_FR]: "fr"} == pages == filled
+
+
+def test_the_language_filter_and_the_languages_asked_in(multilingual):
+    app, ids, key = multilingual
+    every = app.insights(span_of("1d"), gaps=0)
+    assert (every.total.questions, every.languages) == (3, ["en", "fr"])  # most asked first
+    with running(app) as base:
+        french = insights(base, key, "since=1d&language=FR")
+        assert (french["span"]["language"], french["languages"], french["total"]["questions"]) == ("fr", ["fr"], 1)
+        assert (french["total"]["down"], french["sources"], french["channels"]) == (1, ["*"], ["cli"])
+        assert french["cited_pages"] and all("/fr/" in p["url"] for p in french["cited_pages"])
+        assert [i for g in french["gaps"] for i in g["ids"]] == [ids[SIDEBAR_FR]]  # the gaps are filtered too
+        english = insights(base, key, "since=1d&language=en")
+        assert (english["languages"], english["total"]["questions"], english["total"]["down"]) == (["en"], 2, 0)
+        assert english["gaps"] == [] and SIDEBAR_FR not in json.dumps(english)
+        assert sum(b["questions"] for b in english["buckets"]) == 2
+        none = insights(base, key, "since=1d&language=ja")
+        assert (none["languages"], none["total"]["questions"], none["gaps"]) == ([], 0, [])
+        bad = call(base, "/v1/insights?language=fr%0Aen", key=key)
+        assert bad.status == 400 and "not a language tag" in bad.body["error"]["message"]
+        assert "\n" not in bad.body["error"]["message"]
+    assert [e.id for e in app.log_entries(language="fr")] == [ids[SIDEBAR_FR]]
+    assert {e.id for e in app.log_entries(language="en")} == {ids[SIDEBAR_EN], ids[THEMES_EN]}

@@ -174,7 +174,8 @@ def _counts(c: Counts) -> dict:
 
 def insights(i: Insights) -> dict:
     """Every figure of the insights, shaped for charts: `buckets` oldest first (empty ones included),
-    each with the counts of the span's `channels` and `sources` in the same order."""
+    each with the counts of the span's `channels` and `sources` in the same order; `languages`: the
+    languages asked in over the span, most asked first."""
     span = i.span
     return {
         "span": {
@@ -183,10 +184,12 @@ def insights(i: Insights) -> dict:
             "unit": i.unit,
             "source": span.source,
             "channel": span.channel,
+            "language": span.language,
         },
         "total": _counts(i.total),
         "channels": i.channels,
         "sources": i.sources,
+        "languages": i.languages,
         "buckets": [
             {"start": b.start.isoformat(), **_counts(b.counts), "channels": b.channels, "sources": b.sources}
             for b in i.buckets

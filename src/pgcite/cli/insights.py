@@ -51,8 +51,13 @@ def _rows(data: dict) -> tuple[list[str], list[list[str]]]:
 
 def _title(data: dict) -> str:
     span = data["span"]
-    where = "".join(f", {k} {span[k]}" for k in ("source", "channel") if span[k])
+    where = "".join(f", {k} {span[k]}" for k in ("source", "channel", "language") if span[k])
     return f"Insights from {span['since'][:16].replace('T', ' ')} to {span['until'][:16].replace('T', ' ')} UTC{where}"
+
+
+def _asked_in(data: dict) -> str:
+    """The languages asked in, most first, as the summary line ends ("" when the pages had none)."""
+    return f"; asked in {', '.join(data['languages'])}" if data["languages"] else ""
 
 
 def markdown(data: dict) -> str:
@@ -62,7 +67,8 @@ def markdown(data: dict) -> str:
         f"# {_title(data)}",
         "",
         f"{total['questions']} questions; {_pct(total['refused_share'])} refused, {_pct(total['down_share'])} "
-        f"marked down; latency p50 {_ms(total['latency_ms']['p50'])} ms, p95 {_ms(total['latency_ms']['p95'])} ms.",
+        f"marked down; latency p50 {_ms(total['latency_ms']['p50'])} ms, p95 {_ms(total['latency_ms']['p95'])} ms"
+        f"{_asked_in(data)}.",
         "",
         f"## Questions per {data['span']['unit']}",
         "",
@@ -103,7 +109,7 @@ def _print(data: dict) -> None:
     out.print(
         f"{total['questions']} questions; {_pct(total['refused_share'])} refused, "
         f"{_pct(total['down_share'])} marked down; latency p50 {_ms(total['latency_ms']['p50'])} ms, "
-        f"p95 {_ms(total['latency_ms']['p95'])} ms"
+        f"p95 {_ms(total['latency_ms']['p95'])} ms{escape(_asked_in(data))}"
     )
     header, rows = _rows(data)
     table = Table(*header, title=f"Questions per {data['span']['unit']}", title_justify="left")
@@ -139,6 +145,9 @@ def insights(
     channel: Annotated[
         str | None, typer.Option("--channel", help="Only questions asked there: cli, api, page, widget, chat, mcp...")
     ] = None,
+    language: Annotated[
+        str | None, typer.Option("--language", help="Only questions answered in this language: en, fr, pt-br...")
+    ] = None,
     unit: Annotated[str | None, typer.Option("--unit", help="day or week (default: week past 92 days).")] = None,
     gaps: Annotated[int, typer.Option("--gaps", min=0, max=50, help="At most this many gaps; 0: none.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout (GET /v1/insights).")] = False,
@@ -152,7 +161,7 @@ def insights(
 
     if as_json and as_markdown:
         raise typer.BadParameter("choose one of --json and --markdown", param_hint="--markdown")
-    span = span_of(since, until, source=source, channel=channel)
+    span = span_of(since, until, source=source, channel=channel, language=language)
     with Pgcite(cli_settings()) as app:
         app.require_source(source)
         data = shapes.insights(app.insights(span, unit=unit, gaps=gaps))

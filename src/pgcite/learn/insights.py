@@ -1,5 +1,6 @@
 """What readers ask, at a glance: every figure of the insights page and report, from SQL aggregates
-over the answer log (store/insights_sql.py) within a span, a source, a channel and the caller's scope.
+over the answer log (store/insights_sql.py) within a span, a source, a channel, a language and the
+caller's scope.
 
 Per bucket (a day, or a week over a long span): questions by channel and by source, the share refused,
 the share marked down, latency p50 and p95. Over the span: the most cited pages, the answers to ask
@@ -7,7 +8,9 @@ again (a cited section changed since), and the gaps (learn/gaps.py): largest fir
 count, the count of the previous span of equal length (trend), examples, the closest sections the
 docs have, and a prefilled issue link when the source's repository is known (repository.py).
 
-The log has no language column (a question's language is not recorded), so there is no language filter."""
+An answer's language is its pages' (the log's language column, written by log_rows.insert): the
+filter keeps the questions answered in one, gaps included; a refusal that found no section at all
+has none (''), so it is left out by the filter. The languages asked in are listed, most asked first."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from pgcite.errors import PgciteError
 from pgcite.learn.gaps import Gap, gap_of
 from pgcite.learn.log import parse_since
 from pgcite.learn.repository import Repository, repository
+from pgcite.retrieval.languages import checked_tag
 from pgcite.store import insights_sql
 from pgcite.store.insights_sql import CitedPage, Counts, Example, Span
 from pgcite.store.log_rows import LogEntry
@@ -46,6 +50,7 @@ class LogReader(Protocol):
         limit: int | None = 100,
         until: datetime | None = None,
         channel: str | None = None,
+        language: str | None = None,
     ) -> list[LogEntry]: ...
 
     def group_unanswered(self, rows: Sequence[LogEntry]) -> list[tuple[Gap, list[Asked]]]: ...
@@ -104,6 +109,7 @@ class Insights:
     cited_pages: list[CitedPage]
     stale: list[Example]  # the newest answers to ask again; total.stale counts them all
     gaps: list[InsightGap] = field(default_factory=list)
+    languages: list[str] = field(default_factory=list)  # asked in (not ''), most asked first
 
 
 def span_of(
@@ -112,6 +118,7 @@ def span_of(
     *,
     source: str | None = None,
     channel: str | None = None,
+    language: str | None = None,
     allowed: tuple[str, ...] | None = None,
     now: datetime | None = None,
 ) -> Span:
@@ -128,7 +135,7 @@ def span_of(
         raise PgciteError(f"unknown channel {channel!r}; use one of {', '.join(CHANNELS)}")
     if source is not None and allowed is not None and source not in allowed:
         raise PgciteError(f"no source {source!r} within this key's sources", kind="not_found")
-    return Span(start, end, source or None, channel, allowed)
+    return Span(start, end, source or None, channel, allowed, checked_tag(language) if language else None)
 
 
 def unit_of(span: Span, unit: str | None = None) -> str:
@@ -213,12 +220,13 @@ def compute(
     questions, the one part that is not SQL alone)."""
     unit = unit_of(span, unit)
     with app.reader() as store:
-        rows = insights_sql.counts(store, span, unit)
+        rows, languages = insights_sql.counts(store, span, unit)
         cited = insights_sql.cited_pages(store, span, pages)
         examples = insights_sql.stale_examples(store, span, stale)
         infos = {s.name: s for s in store.list_sources()} if gaps else {}
     total, buckets, channels, sources = buckets_of(rows, span, unit)
     found = Insights(span, unit, total, buckets, channels, sources, cited, examples)
+    found.languages = sorted((lang for lang in languages if lang), key=lambda lang: (-languages[lang], lang))
     if gaps:
         found.gaps = _gaps(app, span, gaps, infos)
     return found
@@ -234,6 +242,7 @@ def _gaps(app: LogReader, span: Span, limit: int, infos: dict) -> list[InsightGa
             unanswered=True,
             source=span.source,
             channel=span.channel,
+            language=span.language,
             allowed=span.allowed,
             limit=GAP_QUESTIONS,
         )

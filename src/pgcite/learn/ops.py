@@ -71,6 +71,7 @@ class LogOps:
         limit: int | None = 100,
         until: datetime | None = None,
         channel: str | None = None,
+        language: str | None = None,
     ) -> list[LogEntry]:
         """Logged answers, newest first."""
         self._flush_log()
@@ -86,6 +87,7 @@ class LogOps:
                 limit=limit,
                 until=until,
                 channel=channel,
+                language=language,
             )
 
     def reopen(self, answer_id: str, allowed: Sequence[str] | None = None) -> Reopened:

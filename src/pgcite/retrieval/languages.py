@@ -16,7 +16,7 @@ from pgcite.errors import PgciteError
 from pgcite.store import Store
 from pgcite.vocabulary import SearchFilter
 
-__all__ = ["question_language", "resolve_languages"]
+__all__ = ["checked_tag", "question_language", "resolve_languages"]
 
 # A question leaves its source's default language only when the model gives that language less than
 # this probability: on 940 English questions (eval/), none fell below it; a plain question in any
@@ -66,6 +66,14 @@ def question_language(question: str, languages: Iterable[str], defaults: Iterabl
     return candidates[best] if in_default < DEFAULT_IMPROBABLE else ""
 
 
+def checked_tag(language: str) -> str:
+    """A language tag as asked for ("pt_BR" -> "pt-br"); a one-line error when it is not one."""
+    tag = language.strip().lower().replace("_", "-")
+    if not _TAG.fullmatch(tag):
+        raise PgciteError(f"the language {language!r} is not a language tag; use one like en, fr or pt-br")
+    return tag
+
+
 def _match(wanted: str, languages: Sequence[str]) -> str | None:
     """The source's tag for `wanted`: the same tag, else the first of the same language ("pt" -> "pt-br")."""
     if wanted in languages:
@@ -76,9 +84,7 @@ def _match(wanted: str, languages: Sequence[str]) -> str | None:
 def resolve_languages(store: Store, question: str, filters: SearchFilter) -> SearchFilter:
     """`filters` with the language each source with languages is read in (`languages`)."""
     scope = [filters.source] if filters.source else filters.allowed_sources
-    wanted = (filters.language or "").strip().lower().replace("_", "-")
-    if filters.language is not None and not _TAG.fullmatch(wanted):
-        raise PgciteError(f"the language {filters.language!r} is not a language tag; use one like en, fr or pt-br")
+    wanted = checked_tag(filters.language) if filters.language is not None else ""
     rows = store.source_languages(scope)
     if not rows:
         return filters

@@ -81,6 +81,7 @@ def add_log_routes(
         until: str | None = Query(None, max_length=40, description="the span's end, as since; default: now"),
         source: str | None = Query(None, max_length=200, description="only questions asked of this source"),
         channel: str | None = Query(None, max_length=40, description="cli, api, page, widget, chat, mcp..."),
+        language: str | None = Query(None, max_length=40, description="only questions answered in it: en, pt-br..."),
         unit: Literal["day", "week"] | None = Query(None, description="a bucket's length; default: by the span"),
         gaps: int = Query(GAPS, ge=0, le=50, description="at most this many gaps; 0: none (the figures alone)"),
         caller: Caller = Depends(write_access),
@@ -88,5 +89,5 @@ def add_log_routes(
         """The `pgcite insights --json` object: questions per bucket by channel and source, the shares
         refused and marked down, latency, the most cited pages, answers to ask again and the gaps."""
         core.require_source(source, caller.sources)
-        span = span_of(since, until, source=source, channel=channel, allowed=caller.sources)
+        span = span_of(since, until, source=source, channel=channel, language=language, allowed=caller.sources)
         return shapes.insights(core.insights(span, unit=unit, gaps=gaps))

@@ -4,7 +4,8 @@ the caller's scope, read through the covering index of migration 22 (an index-on
 rows' text and sections are never read but for the examples).
 
 Every figure sees the rows log_rows.VISIBLE lets the caller see, and the same filters: the span
-[since, until), a source (one the question was asked over) and a channel."""
+[since, until), a source (one the question was asked over), a channel and a language (the pages'
+the answer came from, log_rows.insert)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ _WHERE = sql.SQL(
     VISIBLE
     + """ AND asked_at >= %(since)s AND asked_at < %(until)s
     AND (%(source)s::text IS NULL OR %(source)s = ANY(scope))
-    AND (%(channel)s::text IS NULL OR channel = %(channel)s)"""
+    AND (%(channel)s::text IS NULL OR channel = %(channel)s)
+    AND (%(language)s::text IS NULL OR language = %(language)s)"""
 )
 
 
@@ -38,6 +40,7 @@ class Span:
     source: str | None = None
     channel: str | None = None
     allowed: Sequence[str] | None = None  # the caller's sources; None: every source
+    language: str | None = None  # a language tag, lower case ("en", "pt-br")
 
     def params(self, **more: object) -> dict[str, object]:
         allowed = list(self.allowed) if self.allowed is not None else None
@@ -46,6 +49,7 @@ class Span:
             "until": self.until,
             "source": self.source,
             "channel": self.channel,
+            "language": self.language,
             "allowed": allowed,
             **more,
         }
@@ -71,14 +75,14 @@ class Counts:
 # A bucket's start, as date_trunc(unit, asked_at, 'UTC') gives it (that form is twice as slow per row).
 _BUCKET = "date_trunc(%(unit)s, asked_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"
 
-# Every count by bucket, channel and scope (one hashed pass, a few hundred rows); every split and
-# sum of counts() is added up from them. The percentiles, which cannot be added up, take a second
-# pass by bucket alone (a sort of the span's latencies).
+# Every count by bucket, channel, scope and language (one hashed pass, a few hundred rows); every
+# split and sum of counts() is added up from them, and the languages asked in. The percentiles,
+# which cannot be added up, take a second pass by bucket alone (a sort of the span's latencies).
 _FINE = sql.SQL(
-    """SELECT {bucket}, channel, scope, count(*), count(*) FILTER (WHERE generator <> {search}),
+    """SELECT {bucket}, channel, scope, language, count(*), count(*) FILTER (WHERE generator <> {search}),
               count(*) FILTER (WHERE refused), count(*) FILTER (WHERE rating IS NOT NULL),
               count(*) FILTER (WHERE rating = 'down'), count(*) FILTER (WHERE stale_at IS NOT NULL)
-       FROM answer_log WHERE {where} GROUP BY 1, 2, 3"""
+       FROM answer_log WHERE {where} GROUP BY 1, 2, 3, 4"""
 ).format(bucket=sql.SQL(_BUCKET), search=sql.Literal(SEARCH), where=_WHERE)
 _LATENCY = sql.SQL(
     """SELECT bucket, GROUPING(bucket), percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms),
@@ -90,10 +94,11 @@ _LATENCY = sql.SQL(
 _WORK_MEM = "64MB"
 
 
-def counts(store: Store, span: Span, unit: str) -> list[Counts]:
+def counts(store: Store, span: Span, unit: str) -> tuple[list[Counts], dict[str, int]]:
     """unit: "day" or "week" (a bucket's length). Rows: per bucket, per bucket and channel, per
     bucket and source, and one for the whole span (bucket None, channel None, source None); the
-    latency percentiles are the buckets' and the span's (None in the rows split by channel or source)."""
+    latency percentiles are the buckets' and the span's (None in the rows split by channel or source).
+    And the questions per language asked in ('' when the pages had none)."""
     if unit not in ("day", "week"):
         raise ValueError(f"a bucket is a day or a week (got {unit!r})")
     params = span.params(unit=unit)
@@ -105,7 +110,9 @@ def counts(store: Store, span: Span, unit: str) -> list[Counts]:
             for bucket, whole, p50, p95 in store.conn.execute(_LATENCY, params).fetchall()
         }
     sums: dict[tuple, list[int]] = {}
-    for bucket, channel, scope, *figures in fine:
+    languages: dict[str, int] = {}
+    for bucket, channel, scope, language, *figures in fine:
+        languages[language] = languages.get(language, 0) + figures[0]
         src = EVERY_SOURCE if scope is None else "+".join(scope)
         for key in ((None, None, None), (bucket, None, None), (bucket, channel, None), (bucket, None, src)):
             total = sums.setdefault(key, [0] * len(figures))
@@ -129,7 +136,7 @@ def counts(store: Store, span: Span, unit: str) -> list[Counts]:
                 latency_p95=float(p95) if p95 is not None else None,
             )
         )
-    return found
+    return found, languages
 
 
 @dataclass(frozen=True)

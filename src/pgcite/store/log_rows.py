@@ -70,13 +70,25 @@ def cited_pages(retrieved: Sequence[dict]) -> tuple[list[str], list[int]]:
     return pages, [counts[p] for p in pages]
 
 
+def first_page(retrieved: Sequence[dict]) -> tuple[str | None, str | None]:
+    """The (source, path) whose page's language is the answer's: its first fed section's (one with
+    a number), else its first section's; (None, None) when it has none. A question is read in one
+    language (retrieval/languages.py), so its sections share it."""
+    first = next((s for s in retrieved if s.get("number") is not None), retrieved[0] if retrieved else None)
+    return (first["source"], first["path"]) if first else (None, None)
+
+
+# The language column (migration 22): the page's, looked up in the same statement.
+_LANGUAGE = "coalesce((SELECT language FROM documents WHERE source = %s AND path = %s), '')"
+
+
 def insert(store: Store, entries: Sequence[LogEntry]) -> None:
     columns = _COLUMNS[:16]  # feedback comes later
     with store.conn.cursor() as cur:
         cur.executemany(
-            f"INSERT INTO answer_log ({', '.join(columns)}, cited_pages, cited_counts) "
-            f"VALUES ({', '.join(['%s'] * (len(columns) + 2))}) ON CONFLICT (id) DO NOTHING",
-            [[*(_value(e, c) for c in columns), *cited_pages(e.retrieved)] for e in entries],
+            f"INSERT INTO answer_log ({', '.join(columns)}, cited_pages, cited_counts, language) "
+            f"VALUES ({', '.join(['%s'] * (len(columns) + 2))}, {_LANGUAGE}) ON CONFLICT (id) DO NOTHING",
+            [[*(_value(e, c) for c in columns), *cited_pages(e.retrieved), *first_page(e.retrieved)] for e in entries],
         )
 
 
@@ -99,13 +111,16 @@ def entries(
     limit: int | None = 100,
     until: datetime | None = None,
     channel: str | None = None,
+    language: str | None = None,
 ) -> list[LogEntry]:
     """Newest first. refused: only refusals; unanswered: what the gaps report starts from; stale:
-    only answers that cited a section since changed; until: asked before it; channel: asked there."""
+    only answers that cited a section since changed; until: asked before it; channel: asked there;
+    language: answered from pages in it (migration 22's column)."""
     rows = store.conn.execute(
         f"""{_SELECT} WHERE {VISIBLE} AND (%(since)s::timestamptz IS NULL OR asked_at >= %(since)s)
             AND (%(until)s::timestamptz IS NULL OR asked_at < %(until)s)
             AND (%(channel)s::text IS NULL OR channel = %(channel)s)
+            AND (%(language)s::text IS NULL OR language = %(language)s)
             AND (NOT %(refused)s OR refused) AND (NOT %(unanswered)s OR {_UNANSWERED})
             AND (NOT %(stale)s OR stale_at IS NOT NULL)
             AND (%(source)s::text IS NULL OR %(source)s = ANY(scope))
@@ -120,6 +135,7 @@ def entries(
             "limit": limit,
             "until": until,
             "channel": channel,
+            "language": language,
         },
     ).fetchall()
     return [_entry(r) for r in rows]

@@ -343,10 +343,11 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX chat_events_pending_idx ON chat_events (platform, lease_until) WHERE NOT done;
     """,
-    # 22: the insights (store/insights_sql.py) count the log's rows of a span by day, channel and
-    # source, and the pages their answers cited. The pages an answer cited are kept in columns of their
-    # own ("source:path" once each, and how many of its sections; written by log_rows.insert, filled
-    # here for the rows before), and a covering index on asked_at holds them with every column the
+    # 22: the insights (store/insights_sql.py) count the log's rows of a span by day, channel,
+    # source and language, and the pages their answers cited. The pages an answer cited are kept in
+    # columns of their own ("source:path" once each, and how many of its sections), and so is its
+    # language (its first section's page's, '' when that has none): written by log_rows.insert, filled
+    # here for the rows before. A covering index on asked_at holds them with every column the
     # counts read, so every figure is an index-only scan that never reads the rows' text and sections
     # (2 to 5 KB each, the sections compressed JSON). At a million answers 30 days' figures took 2.5 s
     # with the sections unpacked and 0.72 s from the columns (bench/insights.py, docs/answer-log.md);
@@ -354,14 +355,16 @@ MIGRATIONS: list[str] = [
     # It serves whatever the plain index did (the log's listing, retention), so that one goes.
     """
     ALTER TABLE answer_log ADD COLUMN cited_pages text[] NOT NULL DEFAULT '{}',
-        ADD COLUMN cited_counts int[] NOT NULL DEFAULT '{}';
+        ADD COLUMN cited_counts int[] NOT NULL DEFAULT '{}', ADD COLUMN language text NOT NULL DEFAULT '';
     UPDATE answer_log SET (cited_pages, cited_counts) = (
         SELECT array_agg(page ORDER BY page), array_agg(n ORDER BY page)
         FROM (SELECT (r ->> 'source') || ':' || (r ->> 'path') AS page, count(*)::int AS n
               FROM jsonb_array_elements(retrieved) r WHERE (r ->> 'cited')::boolean GROUP BY 1) c)
     WHERE retrieved @> '[{"cited": true}]';
-    CREATE INDEX answer_log_span_idx ON answer_log (asked_at)
-        INCLUDE (channel, scope, generator, refused, rating, stale_at, latency_ms, cited_pages, cited_counts);
+    UPDATE answer_log a SET language = d.language FROM documents d
+    WHERE d.source = a.retrieved -> 0 ->> 'source' AND d.path = a.retrieved -> 0 ->> 'path' AND d.language <> '';
+    CREATE INDEX answer_log_span_idx ON answer_log (asked_at) INCLUDE (channel, scope, language, generator,
+        refused, rating, stale_at, latency_ms, cited_pages, cited_counts);
     DROP INDEX answer_log_asked_at_idx;
     """,
 ]
