@@ -5,6 +5,8 @@ Tables in the terminal, or `--json` (the object of GET /v1/insights) or `--markd
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -152,6 +154,9 @@ def insights(
     gaps: Annotated[int, typer.Option("--gaps", min=0, max=50, help="At most this many gaps; 0: none.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout (GET /v1/insights).")] = False,
     as_markdown: Annotated[bool, typer.Option("--markdown", help="A Markdown report on stdout.")] = False,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write the charts to this file: one page that opens offline.")
+    ] = None,
 ) -> None:
     """What readers ask, at a glance: questions per day by channel and source, the shares refused and
     marked down, latency, the most cited pages, answers to ask again and what the docs are missing."""
@@ -169,5 +174,28 @@ def insights(
         print(json.dumps(data, ensure_ascii=False))
     elif as_markdown:
         print(markdown(data), end="")
-    else:
+    elif not html:
         _print(data)
+    if html:
+        _write_html(html, data, said=as_json or as_markdown)
+
+
+def _write_html(path: Path, data: dict, said: bool) -> None:
+    """The report, written whole or not at all (a job may attach it the moment it exists)."""
+    from pgcite.errors import PgciteError
+    from pgcite.server.insights_report import render
+
+    if path.is_dir():
+        raise PgciteError(f"--html {path} is a folder; give the report's file name, e.g. {path / 'insights.html'}")
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        partial.write_text(render(data), encoding="utf-8")
+        partial.replace(path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise PgciteError(f"cannot write the report to {path}: {exc.strerror or exc}") from exc
+    # On stderr when stdout carries the JSON or the Markdown.
+    print(
+        f"Wrote {path}: {data['total']['questions']} questions, {len(data['gaps'])} gaps.",
+        file=sys.stderr if said else sys.stdout,
+    )

@@ -50,8 +50,9 @@ def render(data: dict) -> str:
     licence = read_static("chart.js-LICENSE.txt").replace("--", "- -")
     # The linked files give way to the inlined ones; links that lead back to the server go.
     page = re.sub(r'\s*<link rel="stylesheet"[^>]*>|\s*<script src="[^"]*" defer></script>', "", page)
-    page = page.replace("<meta charset=\"utf-8\">", "<meta charset=\"utf-8\">\n  " + meta, 1)
+    page = page.replace('<meta charset="utf-8">', '<meta charset="utf-8">\n  ' + meta, 1)
     page = page.replace("</head>", styled + "</head>", 1).replace("</body>", tail + "</body>", 1)
     page = page.replace('<a class="brand" href="./"', '<a class="brand"', 1)
-    page = re.sub(r'\(<a id="chart-licence"[^)]*\)', "(MIT licence, in this file's source)", page)
-    return page.replace("</html>", f"<!-- Chart.js's licence:\n{licence}\n-->\n</html>", 1)
+    credit = 'Charts drawn by <a href="https://www.chartjs.org/">Chart.js</a> (MIT licence, at the end of this file).'
+    page = re.sub(r"(?s)(<footer[^>]*>).*?(</footer>)", rf"\1{credit}\2", page)
+    return page.replace("</html>", f"<!-- Chart.js's licence (it is inlined above):\n{licence}\n-->\n</html>", 1)

@@ -165,11 +165,18 @@
     return card;
   }
 
+  // Bars count questions or answers: whole numbers on the value axis.
+  function counted(scales, stacked, value) {
+    const both = { x: { ...scales.x, stacked }, y: { ...scales.y, stacked } };
+    both[value] = { ...both[value], beginAtZero: true, ticks: { ...both[value].ticks, precision: 0 } };
+    return both;
+  }
+
   function bars(labels, sets, stacked, extra) {
     return (canvas) => new Chart(canvas, {
       type: "bar",
       data: { labels, datasets: sets.map((s, i) => ({ backgroundColor: series(i), ...s })) },
-      options: chartOptions({ ...extra, scales: { x: { stacked, ...chartOptions().scales.x }, y: { stacked, ...chartOptions().scales.y } } }),
+      options: chartOptions({ ...extra, scales: counted(chartOptions().scales, stacked, extra && extra.indexAxis === "y" ? "x" : "y") }),
     });
   }
 
@@ -245,10 +252,10 @@
       el("p", { class: "muted small", text: `Asked ${g.count} ${g.count === 1 ? "time" : "times"} · `
         + (g.trend === "new" ? "new this span" : `${trend[g.trend]} ${g.previous} the span before`)
         + (g.source ? ` · ${g.source}` : "") + ` · ${Object.entries(g.reasons).map(([r, n]) => `${n} ${r}`).join(", ")}` }),
-      g.examples.length > 1 ? el("details", {}, el("summary", { text: `Asked ${g.examples.length - 1} other ways` }),
+      g.examples.length > 1 ? el("details", {}, el("summary", { text: `Asked ${g.examples.length - 1} other ${g.examples.length === 2 ? "way" : "ways"}` }),
         el("ul", {}, g.examples.slice(1).map((e) => el("li", { text: e })))) : null,
       g.closest.length ? el("p", { class: "small" }, "Closest sections: ",
-        g.closest.map((h, i) => [i ? " · " : "", link(h.url, h.breadcrumb || h.path)])) : null,
+        g.closest.flatMap((h, i) => [i ? " · " : "", link(h.url, h.breadcrumb || h.path)])) : null,
       g.task_url && safeUrl(g.task_url) ? el("a", { class: "task", href: safeUrl(g.task_url), target: "_blank", rel: "noopener noreferrer", text: "File a docs task" }) : null))));
     return card;
   }
