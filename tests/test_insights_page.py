@@ -126,7 +126,8 @@ def insights_page(browser, url: str, key: str | None = None, requests: list | No
 
 
 def ready(page) -> dict:
-    page.wait_for_selector("html[data-ready]")
+    """The figures of every chart, once they are drawn and the gaps are in."""
+    page.wait_for_selector("html[data-ready][data-gaps]")
     return page.evaluate(FIGURES)
 
 
@@ -173,6 +174,11 @@ def test_filters_change_the_figures_and_survive_a_reload(browser, base: str, key
         page.goto(base + "/insights?source=w&channel=api")
         charts = ready(page)
         assert charts["channels"]["sums"] == {"HTTP API": 2} and page.input_value("#source") == "w"
+        page.goto(base + "/insights?since=30d&unit=week")  # a span set in the URL alone stays on a change
+        assert len(ready(page)["channels"]["rows"]) in (5, 6)  # the weeks that 30 days touch
+        page.select_option("#channel", "chat")
+        page.wait_for_url("**/insights?since=30d&channel=chat&unit=week")
+        assert ready(page)["channels"]["sums"] == {"Chat API": 1}
         page.goto(base + "/insights?since=yesterday-ish")
         page.locator("#status").wait_for()
         assert "yesterday-ish" in page.locator("#status").inner_text()
@@ -193,6 +199,9 @@ def test_a_scoped_key_sees_none_of_the_other_sources_questions(browser, base: st
         page.locator("#status").wait_for()
         assert "no source named 'g'" in page.locator("#status").inner_text()
         assert page.locator("[data-chart]").count() == 0
+    assert call(base, "/v1/insights/gaps?source=g", key=keys["admin-w"]).status == 404
+    only_w = call(base, "/v1/insights/gaps", key=keys["admin-w"]).body["gaps"]
+    assert [g["examples"] for g in only_w] == [[PAIR_W]] and only_w[0]["source"] == "w"
     with insights_page(browser, base + "/insights", keys["w"], wait=False) as page:  # a reader's key is not enough
         page.wait_for_function("document.querySelector('#key-message').textContent.includes('only read')")
         assert page.locator("#key").is_visible() and page.locator("[data-chart]").count() == 0
@@ -207,7 +216,7 @@ def test_on_a_phone_in_dark_mode(browser, base: str, keys: dict, asked: None):  
         assert page.evaluate("document.documentElement.scrollWidth") <= 375  # nothing wider than the phone
         background = page.evaluate("getComputedStyle(document.body).backgroundColor")
         assert background == "rgb(15, 17, 21)"
-        shot(page, "insights", "phone-dark")
+        shot(page, "insights", "phone-dark", full_page=False)
 
 
 def test_the_html_report_opens_offline_with_the_same_figures(browser, core: Pgcite, asked: None,  # noqa: F811

@@ -16,7 +16,7 @@ from pgcite.vocabulary import Dropped, Passage, SearchHit
 if TYPE_CHECKING:
     from pgcite.ingest.report import IngestReport
     from pgcite.learn.gaps import Gap
-    from pgcite.learn.insights import Insights
+    from pgcite.learn.insights import InsightGap, Insights
     from pgcite.learn.ops import Reopened
     from pgcite.store.insights_sql import Counts
     from pgcite.store.log_rows import LogEntry
@@ -206,7 +206,14 @@ def insights(i: Insights) -> dict:
                 for e in i.stale
             ],
         },
+        "gaps": insight_gaps(i.gaps)["gaps"],
+    }
+
+
+def insight_gaps(found: list[InsightGap]) -> dict:
+    """The insights' gaps (GET /v1/insights/gaps): a gap, its count the span before, trend and docs task."""
+    return {
         "gaps": [
-            dict(_gap(g.gap), previous=g.previous, trend=g.trend, source=g.source, task_url=g.task_url) for g in i.gaps
-        ],
+            dict(_gap(g.gap), previous=g.previous, trend=g.trend, source=g.source, task_url=g.task_url) for g in found
+        ]
     }

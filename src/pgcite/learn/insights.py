@@ -223,17 +223,20 @@ def compute(
         rows, languages = insights_sql.counts(store, span, unit)
         cited = insights_sql.cited_pages(store, span, pages)
         examples = insights_sql.stale_examples(store, span, stale)
-        infos = {s.name: s for s in store.list_sources()} if gaps else {}
     total, buckets, channels, sources = buckets_of(rows, span, unit)
     found = Insights(span, unit, total, buckets, channels, sources, cited, examples)
     found.languages = sorted((lang for lang in languages if lang), key=lambda lang: (-languages[lang], lang))
     if gaps:
-        found.gaps = _gaps(app, span, gaps, infos)
+        found.gaps = gaps_of(app, span, gaps)
     return found
 
 
-def _gaps(app: LogReader, span: Span, limit: int, infos: dict) -> list[InsightGap]:
+def gaps_of(app: LogReader, span: Span, limit: int = GAPS) -> list[InsightGap]:
+    """The gaps of `span`, largest first (the module docstring). The page asks for them apart from
+    the figures: they embed the span's unanswered questions, which the SQL figures need not wait for."""
     length = span.until - span.since
+    with app.reader() as store:
+        infos = {s.name: s for s in store.list_sources()}
 
     def unanswered(since: datetime, until: datetime) -> list[LogEntry]:
         return app.log_entries(
@@ -263,7 +266,7 @@ def _gaps(app: LogReader, span: Span, limit: int, infos: dict) -> list[InsightGa
         source = (
             asked_over[0] if asked_over and len(asked_over) == 1 else gap.closest[0].source if gap.closest else None
         )
-        info = infos.get(source)
+        info = infos.get(source) if source else None
         repo = repository(info.base_url, info.location, info.options) if info else None
         result.append(InsightGap(gap, previous, source, _task(gap, span, repo) if repo else None))
     return result

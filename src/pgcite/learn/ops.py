@@ -23,7 +23,7 @@ from pgcite.vocabulary import SearchFilter, SearchHit, wording_key
 
 if TYPE_CHECKING:
     from pgcite.learn.gaps import Asked, Gap
-    from pgcite.learn.insights import Insights
+    from pgcite.learn.insights import InsightGap, Insights
     from pgcite.store.insights_sql import Span
 
 
@@ -194,6 +194,13 @@ class LogOps:
 
         self._flush_log()
         return compute(self, span, **options)  # type: ignore[arg-type]
+
+    def insight_gaps(self, span: Span, limit: int) -> list[InsightGap]:
+        """The gaps of the insights alone (insights.gaps_of)."""
+        from pgcite.learn.insights import gaps_of
+
+        self._flush_log()
+        return gaps_of(self, span, limit)  # type: ignore[arg-type]
 
     def _flush_log(self) -> None:
         if self.answer_log is not None:

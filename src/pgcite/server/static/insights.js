@@ -5,7 +5,8 @@
 "use strict";
 (() => {
   const KEY = "pgcite.key"; // shared with the ask page: one key per browser
-  const FILTERS = ["since", "source", "channel", "language"];
+  const FILTERS = ["since", "source", "channel", "language"]; // the form's
+  const KEPT = ["until", "unit"]; // kept from the URL when the form changes (a shared view's span)
   const CHANNELS = {
     cli: "Command line", api: "HTTP API", page: "Web page", widget: "Widget", chat: "Chat API",
     mcp: "MCP (agents)", slack: "Slack", discord: "Discord",
@@ -90,14 +91,19 @@
 
   const wanted = () => {
     const params = new URLSearchParams(location.search);
-    return Object.fromEntries(FILTERS.map((name) => [name, params.get(name) || ""]));
+    return Object.fromEntries([...FILTERS, ...KEPT].map((name) => [name, params.get(name) || ""]));
   };
 
-  async function load() {
-    if (embedded) return { data: JSON.parse(embedded.textContent), sources: [] };
+  const filterQuery = () => {
     const query = new URLSearchParams();
     for (const [name, value] of Object.entries(wanted())) if (value) query.set(name, value);
-    const data = await get("v1/insights?" + query);
+    return query;
+  };
+
+  // The figures (SQL alone, fast) and the sources for the filter; the gaps come after (gapsLater).
+  async function load() {
+    if (embedded) return { data: JSON.parse(embedded.textContent), sources: [] };
+    const data = await get("v1/insights?" + filterQuery() + "&gaps=0");
     const sources = (await get("v1/sources")).sources.map((s) => s.name);
     return { data, sources };
   }
@@ -123,8 +129,9 @@
     for (const select of filters.querySelectorAll("select")) select.onchange = () => filters.requestSubmit();
     filters.onsubmit = (event) => { // empty filters stay out of the URL
       event.preventDefault();
-      const query = new URLSearchParams();
+      const query = new URLSearchParams(), kept = wanted();
       for (const name of FILTERS) if (filters.elements[name].value) query.set(name, filters.elements[name].value);
+      for (const name of KEPT) if (kept[name]) query.set(name, kept[name]);
       location.search = query.toString();
     };
   }
@@ -133,17 +140,15 @@
   const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
   const series = (i) => css(`--series-${(i % 8) + 1}`);
 
-  function chartOptions(extra) {
-    const text = css("--muted"), grid = css("--border");
-    const axis = { ticks: { color: text }, grid: { color: grid }, border: { color: grid } };
+  const axis = (more) => ({ grid: { color: css("--border") }, border: { color: css("--border") }, ...more,
+    ticks: { color: css("--muted"), ...(more.ticks || {}) } });
+
+  function options(scales, legend = true) {
     return {
-      responsive: true, maintainAspectRatio: false, animation: false,
-      plugins: { legend: { position: "bottom", labels: { color: css("--text"), boxWidth: 12 } } },
-      scales: { x: { ...axis }, y: { ...axis, beginAtZero: true } },
-      ...extra,
+      responsive: true, maintainAspectRatio: false, animation: false, scales,
+      plugins: { legend: { display: legend, position: "bottom", labels: { color: css("--text"), boxWidth: 12 } } },
     };
   }
-
   function table(caption, header, rows) {
     return el("div", { class: "table-wrap" }, el("table", {},
       el("caption", { class: "visually-hidden", text: caption }),
@@ -165,18 +170,14 @@
     return card;
   }
 
-  // Bars count questions or answers: whole numbers on the value axis.
-  function counted(scales, stacked, value) {
-    const both = { x: { ...scales.x, stacked }, y: { ...scales.y, stacked } };
-    both[value] = { ...both[value], beginAtZero: true, ticks: { ...both[value].ticks, precision: 0 } };
-    return both;
-  }
-
-  function bars(labels, sets, stacked, extra) {
+  // Bars count questions or answers: whole numbers from zero on the value axis.
+  function bars(labels, sets, { stacked = false, horizontal = false } = {}) {
+    const [index, value] = horizontal ? ["y", "x"] : ["x", "y"];
     return (canvas) => new Chart(canvas, {
       type: "bar",
       data: { labels, datasets: sets.map((s, i) => ({ backgroundColor: series(i), ...s })) },
-      options: chartOptions({ ...extra, scales: counted(chartOptions().scales, stacked, extra && extra.indexAxis === "y" ? "x" : "y") }),
+      options: { ...options({ [index]: axis({ stacked }), [value]: axis({ stacked, beginAtZero: true, ticks: { precision: 0 } }) },
+        !horizontal), indexAxis: index },
     });
   }
 
@@ -184,7 +185,7 @@
     return (canvas) => new Chart(canvas, {
       type: "line",
       data: { labels, datasets: sets.map((s, i) => ({ borderColor: series(i), backgroundColor: series(i), spanGaps: true, pointRadius: 3, ...s })) },
-      options: chartOptions({ scales: { ...chartOptions().scales, y: { ...chartOptions().scales.y, title: { display: true, text: unit, color: css("--muted") } } } }),
+      options: options({ x: axis({}), y: axis({ beginAtZero: true, title: { display: true, text: unit, color: css("--muted") } }) }),
     });
   }
 
@@ -216,10 +217,10 @@
     const share = (v) => (v == null ? null : Math.round(v * 1000) / 10);
     return [
       figure("channels", `Questions ${per}, by channel`, `Stacked bars of questions ${per} by channel.`,
-        bars(labels, byChannel, true), ["", ...byChannel.map((s) => s.label), "all"],
+        bars(labels, byChannel, { stacked: true }), ["", ...byChannel.map((s) => s.label), "all"],
         b.map((x, i) => [dates[i], ...byChannel.map((s) => s.data[i]), x.questions])),
       figure("sources", `Questions ${per}, by source`, `Stacked bars of questions ${per} by the source asked.`,
-        bars(labels, bySource, true), ["", ...bySource.map((s) => s.label), "all"],
+        bars(labels, bySource, { stacked: true }), ["", ...bySource.map((s) => s.label), "all"],
         b.map((x, i) => [dates[i], ...bySource.map((s) => s.data[i]), x.questions])),
       figure("shares", "Refused and marked down", `Lines of the share of answers refused and marked down ${per}, in percent.`,
         lines(labels, [{ label: "refused %", data: b.map((x) => share(x.refused_share)) },
@@ -237,16 +238,24 @@
     const name = (p) => p.title || p.path;
     return figure("pages", "The most cited pages", "Horizontal bars of the answers citing each page.",
       bars(pages.map((p) => oneLine(name(p)).slice(0, 40)), [{ label: "answers citing it", data: pages.map((p) => p.answers) }],
-        false, { indexAxis: "y", plugins: { legend: { display: false } } }),
+        { horizontal: true }),
       ["page", "source", "answers", "sections cited"],
       pages.map((p) => [link(p.url, name(p)), p.source, p.answers, p.citations]));
   }
 
-  function gapsList(gaps) {
-    const card = el("section", { class: "card", "data-list": "gaps", "aria-labelledby": "h-gaps" },
+  function gapsCard(gaps) {
+    const card = el("section", { class: "card", "data-list": "gaps", "aria-labelledby": "h-gaps", "aria-busy": gaps ? "false" : "true" },
       el("h2", { id: "h-gaps", text: "What the docs are missing" }));
-    if (!gaps.length) return card.append(el("p", { class: "muted", text: "No unanswered questions in this span." })), card;
-    const trend = { new: "new", up: "up from", down: "down from", same: "as" };
+    if (!gaps) card.append(el("p", { class: "muted", text: "Grouping the unanswered questions…" }));
+    else fillGaps(card, gaps);
+    return card;
+  }
+
+  function fillGaps(card, gaps) {
+    card.replaceChildren(card.firstChild);
+    card.setAttribute("aria-busy", "false");
+    if (!gaps.length) return card.append(el("p", { class: "muted", text: "No unanswered questions in this span." }));
+    const trend = { up: "up from", down: "down from", same: "as" };
     card.append(el("ol", { class: "gaps" }, gaps.map((g) => el("li", { class: "gap" },
       el("p", { class: "gap-question", text: g.examples[0] }),
       el("p", { class: "muted small", text: `Asked ${g.count} ${g.count === 1 ? "time" : "times"} · `
@@ -256,8 +265,16 @@
         el("ul", {}, g.examples.slice(1).map((e) => el("li", { text: e })))) : null,
       g.closest.length ? el("p", { class: "small" }, "Closest sections: ",
         g.closest.flatMap((h, i) => [i ? " · " : "", link(h.url, h.breadcrumb || h.path)])) : null,
-      g.task_url && safeUrl(g.task_url) ? el("a", { class: "task", href: safeUrl(g.task_url), target: "_blank", rel: "noopener noreferrer", text: "File a docs task" }) : null))));
-    return card;
+      safeUrl(g.task_url) ? el("a", { class: "task", href: safeUrl(g.task_url), target: "_blank", rel: "noopener noreferrer", text: "File a docs task" }) : null))));
+  }
+
+  async function gapsLater(card) {
+    try {
+      fillGaps(card, (await get("v1/insights/gaps?" + filterQuery())).gaps);
+    } catch (error) {
+      card.replaceChildren(card.firstChild, el("p", { class: "error-line", role: "alert", text: `The gaps could not be read: ${error.message}` }));
+    }
+    document.documentElement.dataset.gaps = "true"; // for tests and screenshots: the gaps are in
   }
 
   function askAgain(again) {
@@ -281,7 +298,7 @@
     figures.replaceChildren(
       tiles(data.total),
       el("div", { class: "grid" }, overTime(data), citedPages(data.cited_pages)),
-      gapsList(data.gaps),
+      gapsCard(embedded ? data.gaps : null),
       askAgain(data.ask_again));
     if (typeof Chart === "undefined") showStatus("The charts could not be drawn; every figure is in its table.");
     else draw();
@@ -298,6 +315,8 @@
       const { data, sources } = await load();
       if (!embedded) fillFilters(data, sources);
       render(data);
+      if (embedded) document.documentElement.dataset.gaps = "true";
+      else await gapsLater(figures.querySelector("[data-list=gaps]"));
     } catch (error) {
       showStatus(`The insights could not be read: ${error.message}`);
       figures.setAttribute("aria-busy", "false");
