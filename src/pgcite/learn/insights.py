@@ -86,16 +86,10 @@ class InsightGap:
     @property
     def trend(self) -> str:
         """new, up, down or same: this span's count against the one before."""
-        count = self.gap.count
-        return (
-            "new"
-            if not self.previous
-            else "up"
-            if count > self.previous
-            else "down"
-            if count < self.previous
-            else "same"
-        )
+        count, before = self.gap.count, self.previous
+        if not before:
+            return "new"
+        return "up" if count > before else "down" if count < before else "same"
 
 
 @dataclass
