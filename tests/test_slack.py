@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -18,7 +19,8 @@ from pgcite.answer.checks import Checks
 from pgcite.answer.flow import Answer
 from pgcite.core import Pgcite
 from pgcite.errors import PgciteError
-from pgcite.messaging import render
+from pgcite.messaging import bots, render
+from pgcite.messaging.slack import SlackBot
 from pgcite.messaging.channels import ChannelMap, Scope
 from pgcite.messaging import streaming
 from pgcite.store import chat_sql
@@ -320,6 +322,31 @@ def test_an_answer_left_by_a_server_that_stopped_is_finished_by_the_next(fake: F
         answer = answer_in(fake, "C1", ts)
     assert answer["ts"] == placeholder and "40 turns per second" in text_of(answer)
     assert len(logged(core, question)) == 1
+
+
+def test_an_answer_that_waited_past_its_lease_is_left_to_the_server_that_took_it(fake: FakeSlack, core: Pgcite):
+    """A busy server's queued job starts after its lease ran out and another server took the delivery:
+    it stops without a word to Slack, and the other answers once."""
+    question = "What is the default spin rate? (a long wait in the queue)"
+    ts = fake.user_message("C1", "U1", f"<@{BOT_USER}> {question}")
+    pending = chat_sql.Pending(f"T1/C1/{ts}", TEAM, "C1", "U1", ts, "", question)
+    with core.writer() as store:
+        late = chat_sql.take(store, pending, lease=0)  # taken, and its lease already over
+        [taken] = [p for p in chat_sql.take_stalled(store, "slack", 60) if p.event_id == pending.event_id]
+    assert late and taken.holder and taken.holder != late.holder
+    bot = SlackBot(core, follow_up=lambda question: False)
+    scope = bot.channels.scope(TEAM, "C1", direct=False)
+    bot._start(late, scope)
+    bot._answer(dataclasses.replace(late, reply="1.000001"), scope)  # had it posted its placeholder already
+    assert bot_replies(fake, "C1", ts) == [] and logged(core, question) == []
+    with pytest.raises(bots.LeaseLost), core.writer() as store:
+        assert not chat_sql.started(store, late, 60) and not chat_sql.finish(store, late)
+        bots.Lease(core, late)(now=True)
+    bot._start(taken, scope)
+    assert "40 turns per second" in text_of(answer_in(fake, "C1", ts))
+    assert len(bot_replies(fake, "C1", ts)) == 1 and len(logged(core, question)) == 1
+    with core.writer() as store:  # finished, once
+        assert not chat_sql.renew(store, taken, 60) and not chat_sql.finish(store, taken)
 
 
 def test_slack_checks_the_request_url_with_a_signed_challenge(base: str):

@@ -1,6 +1,7 @@
 """What every chat's bot does the same way: which questions it takes, asking one within a channel's
-sources while the reply grows, the lease that keeps an answer its server's, and the sweep that
-finishes the answers a stopped server left (their rows in store/chat_sql.py)."""
+sources while the reply grows, the lease that keeps an answer its server's (and stops a server that
+lost it), and the sweep that finishes the answers a stopped server left (their rows in
+store/chat_sql.py)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ def answer(
                 grow("".join(written))
             elif isinstance(event, Answer):
                 return event
+    except LeaseLost:
+        raise
     except PgciteError as exc:
         return str(exc)
     except Exception as exc:  # the chat gets one line, the log the details
@@ -61,23 +64,30 @@ def answer(
     return STOPPED
 
 
-class Lease:
-    """Called as the answer grows: renews the delivery's lease once a third of it has passed."""
+class LeaseLost(Exception):
+    """Another server took the delivery (this one's lease ran out while its answer waited or ran):
+    that one answers it, and this one stops without a word to the chat."""
 
-    def __init__(self, core: Pgcite, event_id: str, seconds: float = LEASE) -> None:
-        self.core, self.event_id, self.seconds = core, event_id, seconds
+
+class Lease:
+    """Renews a delivery's lease: called as the answer grows, once a third of it has passed, or at
+    once with now=True. Raises LeaseLost when the delivery is no longer this server's."""
+
+    def __init__(self, core: Pgcite, pending: chat_sql.Pending, seconds: float = LEASE) -> None:
+        self.core, self.pending, self.seconds = core, pending, seconds
         self._renewed = time.monotonic()
 
-    def __call__(self) -> None:
-        if time.monotonic() - self._renewed > self.seconds / 3:
+    def __call__(self, now: bool = False) -> None:
+        if now or time.monotonic() - self._renewed > self.seconds / 3:
             self._renewed = time.monotonic()
             with self.core.writer() as store:
-                chat_sql.renew(store, self.event_id, self.seconds)
+                if not chat_sql.renew(store, self.pending, self.seconds):
+                    raise LeaseLost(self.pending.event_id)
 
 
-def finished(core: Pgcite, event_id: str) -> None:
+def finished(core: Pgcite, pending: chat_sql.Pending) -> None:
     with core.writer() as store:
-        chat_sql.finish(store, event_id)
+        chat_sql.finish(store, pending)
 
 
 class Sweeper:

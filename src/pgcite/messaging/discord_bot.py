@@ -110,10 +110,11 @@ class DiscordBot:
         pending = Pending(str(interaction.get("id")), guild, channel, user, "", str(interaction.get("token")),
                           question, platform="discord")  # fmt: skip
         with self.core.writer() as store:
-            if not chat_sql.take(store, pending, bots.LEASE):
-                log.info("discord: interaction %s delivered again; answered once", pending.event_id)
-                return {"type": DEFERRED}, None
-        return {"type": DEFERRED}, lambda: self._queue(pending, scope)
+            held = chat_sql.take(store, pending, bots.LEASE)
+        if held is None:
+            log.info("discord: interaction %s delivered again; answered once", pending.event_id)
+            return {"type": DEFERRED}, None
+        return {"type": DEFERRED}, lambda: self._queue(held, scope)
 
     def _queue(self, pending: Pending, scope: Scope) -> None:
         try:
@@ -122,19 +123,27 @@ class DiscordBot:
             log.info("discord: %s left to the next server", pending.event_id)
 
     def _answer(self, pending: Pending, scope: Scope) -> None:
-        reply = Original(self.api, pending.reply, f"{pending.team}/{pending.channel}",
-                         renew=bots.Lease(self.core, pending.event_id))  # fmt: skip
-        result = bots.answer(
-            self.core,
-            pending.question,
-            scope,
-            Origin("discord", f"{pending.team}/{pending.channel}/{pending.user}"),
-            lambda text: reply.grow(render.growing(pending.question, text)),
-            log,
-        )
-        final = render.answer_message(result, pending.question) if isinstance(result, Answer) else render.note(result)
-        if reply.finish(final):
-            bots.finished(self.core, pending.event_id)
+        lease = bots.Lease(self.core, pending)
+        reply = Original(self.api, pending.reply, f"{pending.team}/{pending.channel}", renew=lease)
+        try:
+            lease(now=True)  # still this server's after its wait in the queue
+            result = bots.answer(
+                self.core,
+                pending.question,
+                scope,
+                Origin("discord", f"{pending.team}/{pending.channel}/{pending.user}"),
+                lambda text: reply.grow(render.growing(pending.question, text)),
+                log,
+            )
+            final = (
+                render.answer_message(result, pending.question) if isinstance(result, Answer) else render.note(result)
+            )
+            delivered = reply.finish(final)
+        except bots.LeaseLost:
+            log.info("discord: %s was taken by another server, which answers it", pending.event_id)
+            return
+        if delivered:
+            bots.finished(self.core, pending)
         else:
             log.error("discord: the answer in %s was not delivered; it is tried again in a minute", reply.where)
 
@@ -142,7 +151,7 @@ class DiscordBot:
         """An answer a stopped server left, finished in its message while the token lasts."""
         scope = self.channels.scope(pending.team, pending.channel)
         if scope is None or not pending.question or not pending.reply:
-            bots.finished(self.core, pending.event_id)
+            bots.finished(self.core, pending)
         else:
             self._answer(pending, scope)
 

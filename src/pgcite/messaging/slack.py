@@ -108,9 +108,11 @@ class SlackBot:
             question="" if problem else question,
         )
         with self.core.writer() as store:
-            if not chat_sql.take(store, pending, self.LEASE):
-                log.info("slack: %s delivered again; answered once", pending.event_id)
-                return
+            held = chat_sql.take(store, pending, self.LEASE)
+        if held is None:
+            log.info("slack: %s delivered again; answered once", pending.event_id)
+            return
+        pending = held
         scope = self.channels.scope(team, channel, direct=direct)
         if scope is None or problem:
             self._decline(pending, scope, problem)
@@ -158,6 +160,11 @@ class SlackBot:
 
     def _start(self, pending: Pending, scope: Scope) -> None:
         """Post the placeholder reply, then grow it into the answer."""
+        try:
+            bots.Lease(self.core, pending)(now=True)  # still this server's after its wait in the queue
+        except bots.LeaseLost:
+            log.info("slack: %s was taken by another server, which answers it", pending.event_id)
+            return
         text, blocks = render.note(render.THINKING)
         try:
             posted = self.client.chat_postMessage(
@@ -168,29 +175,34 @@ class SlackBot:
             return
         pending = dataclasses.replace(pending, reply=posted["ts"])
         with self.core.writer() as store:
-            chat_sql.started(store, pending.event_id, pending.reply, pending.question, self.LEASE)
+            chat_sql.started(store, pending, self.LEASE)
         self._answer(pending, scope)
 
     def _answer(self, pending: Pending, scope: Scope) -> None:
-        reply = Reply(
-            self._replies, pending.channel, pending.thread, pending.reply, renew=bots.Lease(self.core, pending.event_id)
-        )
-        result = bots.answer(
-            self.core,
-            pending.question,
-            scope,
-            Origin("slack", f"{pending.team}/{pending.channel}/{pending.user}"),
-            lambda text: reply.grow(*render.growing(text)),
-            log,
-        )
-        final = render.answer_message(result) if isinstance(result, Answer) else render.note(result)
-        if reply.finish(*final):
+        lease = bots.Lease(self.core, pending)
+        reply = Reply(self._replies, pending.channel, pending.thread, pending.reply, renew=lease)
+        try:
+            lease(now=True)
+            result = bots.answer(
+                self.core,
+                pending.question,
+                scope,
+                Origin("slack", f"{pending.team}/{pending.channel}/{pending.user}"),
+                lambda text: reply.grow(*render.growing(text)),
+                log,
+            )
+            final = render.answer_message(result) if isinstance(result, Answer) else render.note(result)
+            delivered = reply.finish(*final)
+        except bots.LeaseLost:
+            log.info("slack: %s was taken by another server, which answers it", pending.event_id)
+            return
+        if delivered:
             self._finished(pending)
         else:
             log.error("slack: the answer in %s was not delivered; it is tried again in a minute", pending.channel)
 
     def _finished(self, pending: Pending) -> None:
-        bots.finished(self.core, pending.event_id)
+        bots.finished(self.core, pending)
 
     def _resume(self, pending: Pending) -> None:
         """An answer a stopped server left: started again, or finished in its reply."""

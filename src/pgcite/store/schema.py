@@ -367,4 +367,11 @@ MIGRATIONS: list[str] = [
         refused, rating, stale_at, latency_ms, cited_pages, cited_counts);
     DROP INDEX answer_log_asked_at_idx;
     """,
+    # 23: a holder id for each taking of a chat delivery (store/chat_sql.py): a server whose answer
+    # waited in its queue past the lease, while another server took the delivery, must not answer it
+    # too. Only the holder renews, records or finishes it. Rows taken before have none, so they are
+    # only ever taken again (once their lease runs out) by a sweep, which gives them one.
+    """
+    ALTER TABLE chat_events ADD COLUMN holder text;
+    """,
 ]
