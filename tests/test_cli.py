@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -215,3 +216,50 @@ def test_sources_lists_the_site_and_its_versions(env: dict[str, str]):
     assert "versions 1.0, 2.0, next (default 2.0)" in listed.stdout
     older = _json_search("Which Node.js version do gadgets need?", env, "--version", "1.0", "-k", "1")
     assert older[0]["path"] == "versioned_docs/version-1.0/intro.md"
+
+
+def _in_a_terminal(args: list[str], env: dict[str, str]) -> str:
+    """What `pgcite ARGS` prints to a terminal (a pseudo-terminal), escape codes and all."""
+    import pty
+
+    main, child = pty.openpty()
+    done = subprocess.Popen([sys.executable, "-m", "pgcite", *args], env={**env, "COLUMNS": "200"}, cwd=REPO,
+                            stdin=subprocess.DEVNULL, stdout=child, stderr=child)
+    os.close(child)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(main)
+    assert done.wait(300) == 0, seen.decode(errors="replace")
+    return seen.decode(errors="replace").replace("\r\n", "\n")
+
+
+def test_a_terminal_sees_the_answer_as_written_then_as_checked(env: dict[str, str], tmp_path: Path):
+    """A model's answer without citations streams as written; the checked one, with the citations pgcite
+    added, follows in a terminal, and is all a pipe gets."""
+    from tests.fake_openai import FakeOpenAI, Reply
+    from tests.test_ask import DOCS
+
+    folder = tmp_path / "widgets"
+    folder.mkdir()
+    for name, text in DOCS.items():
+        (folder / name).write_text(text)
+    assert pgcite("ingest", str(folder), "--source", "widgets", env=env).returncode == 0
+    question, said = "What is the default spin rate?", "The default is 40 turns per second."
+    with FakeOpenAI() as fake:
+        chat = {**env, "PGCITE_CHAT_URL": fake.url, "PGCITE_CHAT_MODEL": fake.chat_model, "PGCITE_CHAT_RETRIES": "0",
+                "PGCITE_CHAT_VERIFY": "false"}
+        fake.script(Reply(said, split=3), Reply(said, split=3))
+        shown = _in_a_terminal(["ask", question], chat)
+        piped = pgcite("ask", question, env=chat)
+    assert piped.returncode == 0, piped.stderr
+    cited = re.match(r"The default is 40 turns per second \[\d\]\.\n", piped.stdout)  # the checked answer first
+    assert cited and "As checked" not in piped.stdout
+    draft, _, checked = shown.partition("As checked, with the citations pgcite added:")
+    assert said in draft and cited[0] in checked and "Sources" in checked

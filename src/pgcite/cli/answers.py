@@ -99,6 +99,9 @@ def ask(
     from pgcite.learn.log import Origin
     from pgcite.vocabulary import Delta, SearchFilter
 
+    # A terminal sees the answer as it is written; a pipe gets the checked answer alone.
+    live = out.is_terminal and not as_json
+    streamed: list[str] = []
     with Pgcite(cli_settings()) as app:
         answer = None
         for event in app.ask_stream(
@@ -117,12 +120,18 @@ def ask(
         ):
             if isinstance(event, Answer):
                 answer = event
-            elif isinstance(event, Delta) and not as_json:
+            elif isinstance(event, Delta) and live:
+                streamed.append(event.text)
                 out.print(escape(event.text), end="")
     assert answer is not None
     if as_json:
         print(json.dumps(shapes.answer(answer), ensure_ascii=False))
         return
+    if not live:
+        out.print(escape(answer.text), end="")
+    elif "".join(streamed).strip() != answer.text.strip():  # the checks cited an uncited claim
+        out.print("\n\n[dim]As checked, with the citations pgcite added:[/]")
+        out.print(escape(answer.text), end="")
     out.print()
     if answer.note:
         out.print(f"[dim]({escape(answer.note)})[/]")
