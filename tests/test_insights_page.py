@@ -179,6 +179,11 @@ def test_filters_change_the_figures_and_survive_a_reload(browser, base: str, key
         page.select_option("#channel", "chat")
         page.wait_for_url("**/insights?since=30d&channel=chat&unit=week")
         assert ready(page)["channels"]["sums"] == {"Chat API": 1}
+        page.goto(base + "/insights?since=2020-01-01&until=2020-01-08")  # a week before any question
+        charts = ready(page)
+        assert charts["channels"]["sums"] == {} and len(charts["channels"]["rows"]) == 7
+        assert page.locator(".tiles dd").first.inner_text() == "0"
+        assert "No unanswered questions" in page.locator("[data-list=gaps]").inner_text()
         page.goto(base + "/insights?since=yesterday-ish")
         page.locator("#status").wait_for()
         assert "yesterday-ish" in page.locator("#status").inner_text()
