@@ -18,12 +18,6 @@ from pgcite.learn.log import parse_since
 from pgcite.store.insights_sql import Span
 
 MAX_COMMENT_CHARS = 2000
-# The insights' filters, the same on both of their routes.
-SINCE = Query("7d", max_length=40, description="7d, 12h, 30m, 2w, or an ISO date")
-UNTIL = Query(None, max_length=40, description="the span's end, as since; default: now")
-SOURCE = Query(None, max_length=200, description="only questions asked of this source")
-CHANNEL = Query(None, max_length=40, description="cli, api, page, widget, chat, mcp...")
-LANGUAGE = Query(None, max_length=40, description="only questions answered in it: en, pt-br...")
 
 
 class FeedbackRequest(BaseModel):
@@ -82,37 +76,30 @@ def add_log_routes(
         """The `pgcite gaps --json` object: what the docs are missing, most asked first."""
         return shapes.gaps(core.gaps(since=parse_since(since), allowed=caller.sources, limit=limit))
 
-    def span(since: str, until: str | None, source: str | None, channel: str | None, language: str | None,
-             caller: Caller) -> Span:  # fmt: skip
+    def insight_span(
+        since: str = Query("7d", max_length=40, description="7d, 12h, 30m, 2w, or an ISO date"),
+        until: str | None = Query(None, max_length=40, description="the span's end, as since; default: now"),
+        source: str | None = Query(None, max_length=200, description="only questions asked of this source"),
+        channel: str | None = Query(None, max_length=40, description="cli, api, page, widget, chat, mcp..."),
+        language: str | None = Query(None, max_length=40, description="only questions answered in it: en, pt-br..."),
+        caller: Caller = Depends(write_access),
+    ) -> Span:
+        """The insights' filters, the same on both of their routes, within the caller's sources."""
         core.require_source(source, caller.sources)
         return span_of(since, until, source=source, channel=channel, language=language, allowed=caller.sources)
 
     @app.get("/v1/insights")
     def insights(
-        since: str = SINCE,
-        until: str | None = UNTIL,
-        source: str | None = SOURCE,
-        channel: str | None = CHANNEL,
-        language: str | None = LANGUAGE,
+        span: Span = Depends(insight_span),
         unit: Literal["day", "week"] | None = Query(None, description="a bucket's length; default: by the span"),
         gaps: int = Query(GAPS, ge=0, le=50, description="at most this many gaps; 0: none (the figures alone)"),
-        caller: Caller = Depends(write_access),
     ) -> dict:
         """The `pgcite insights --json` object: questions per bucket by channel and source, the shares
         refused and marked down, latency, the most cited pages, answers to ask again and the gaps."""
-        found = core.insights(span(since, until, source, channel, language, caller), unit=unit, gaps=gaps)
-        return shapes.insights(found)
+        return shapes.insights(core.insights(span, unit=unit, gaps=gaps))
 
     @app.get("/v1/insights/gaps")
-    def insight_gaps(
-        since: str = SINCE,
-        until: str | None = UNTIL,
-        source: str | None = SOURCE,
-        channel: str | None = CHANNEL,
-        language: str | None = LANGUAGE,
-        limit: int = Query(GAPS, ge=1, le=50),
-        caller: Caller = Depends(write_access),
-    ) -> dict:
+    def insight_gaps(span: Span = Depends(insight_span), limit: int = Query(GAPS, ge=1, le=50)) -> dict:
         """The gaps of /v1/insights alone: the page draws the figures first, then asks for these (they
         embed the span's unanswered questions)."""
-        return shapes.insight_gaps(core.insight_gaps(span(since, until, source, channel, language, caller), limit))
+        return shapes.insight_gaps(core.insight_gaps(span, limit))
