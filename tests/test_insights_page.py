@@ -8,19 +8,23 @@ build/test-artifacts/insights/ to be looked at."""
 from __future__ import annotations
 
 import contextlib
+import uuid
 import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import openai
 import pytest
 
 from pgcite.core import Pgcite
-from pgcite.store import Store
+from pgcite.store import Store, log_rows
+from pgcite.store.log_rows import LogEntry
+from pgcite.vocabulary import REFUSAL
 from tests.browser import browser  # noqa: F401 - the fixture
 from tests.browser import shot
 from tests.http_server import call, served
@@ -250,3 +254,28 @@ def test_the_html_report_opens_offline_with_the_same_figures(browser, core: Pgci
         assert page.locator("#filters").is_hidden() and PAIR_G in page.locator("main").inner_text()
         shot(page, "insights", "report")
     assert [r for r in requests if not r.startswith("file:")] == []
+
+
+# A reader's question is data: markup in it, or an end to the report's script, stays text.
+HOSTILE = 'Why does </script><script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"> fail?'
+
+
+def test_a_question_with_markup_is_shown_as_text_on_the_page_and_in_the_report(browser, base: str,  # noqa: F811
+                                                                               core: Pgcite, keys: dict,
+                                                                               tmp_path: Path):
+    asked_at = datetime.now(UTC) - timedelta(days=40)  # in a span of its own: no other test counts it
+    row = LogEntry(id=str(uuid.uuid4()), asked_at=asked_at, channel="api", key_name="reader-w", scope=("w",),
+                   question=HOSTILE, source=None, path=None, version=None, retrieved=[], answer=REFUSAL,
+                   refused=True, checks={}, generator="extractive", note="", latency_ms=12)
+    with Store.open(core.settings) as store:
+        log_rows.insert(store, [row])
+    env = dict(os.environ, PGCITE_DATABASE_URL=core.settings.database_url, PGCITE_HOME=str(tmp_path / "home"))
+    report = tmp_path / "report.html"
+    done = subprocess.run([sys.executable, "-m", "pgcite", "insights", "--since", "45d", "--until", "35d", "--html",
+                           str(report)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    for url, key in ((base + "/insights?since=45d&until=35d", keys["ops"]), (report.as_uri(), None)):
+        with insights_page(browser, url, key) as page:
+            ready(page)
+            assert page.locator("[data-list=gaps] .gap-question").all_inner_texts() == [HOSTILE]
+            assert page.evaluate("window.__pwned") is None and page.locator("main img").count() == 0
