@@ -16,7 +16,7 @@ import re
 from pgcite.server.web import read_static
 
 _STYLES = ("app.css", "insights.css")
-_SCRIPTS = ("chart.umd.min.js", "insights.js")
+_SCRIPTS = ("chart.umd.min.js", "shared.js", "insights.js")
 
 
 def _sha256(text: str) -> str:

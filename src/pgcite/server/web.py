@@ -3,11 +3,11 @@
 `/widget.js`; all read from the package folder `pgcite/server/static/`. The charts are drawn by
 Chart.js, vendored there with its licence (`make vendor-charts`).
 
-The page is plain HTML, CSS and one script with no build step and nothing fetched from elsewhere,
-so it works offline. It talks to the same server's /v1 API. Only the files named in `_FILES` are
-served; any other name is a 404 in the API's JSON error shape. Every response carries a strict
-Content-Security-Policy (scripts, styles and requests to this origin only), so even text that
-slipped past the page's own escaping could not run a script."""
+The pages are plain HTML, CSS and scripts (shared.js, then their own) with no build step and
+nothing fetched from elsewhere, so they work offline. They talk to the same server's /v1 API. Only
+the files named in `_FILES` are served; any other name is a 404 in the API's JSON error shape.
+Every response carries a strict Content-Security-Policy (scripts, styles and requests to this
+origin only), so even text that slipped past a page's own escaping could not run a script."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ CSP = (
 
 # name -> media type; nothing else under /static is served.
 _FILES = {
+    "shared.js": "text/javascript; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
     "insights.js": "text/javascript; charset=utf-8",

@@ -2,48 +2,21 @@
 // Document and answer text is only ever set with textContent / text nodes, never parsed as HTML.
 "use strict";
 (() => {
-  const KEY = "pgcite.key";
+  const { el, safeUrl, oneLine, savedKey: saved } = window.pgciteShared; // shared.js
   const $ = (selector) => document.querySelector(selector);
   const askForm = $("#ask"), input = $("#question"), picker = $("#source"), thread = $("#thread");
   const statusLine = $("#status"), keyForm = $("#key");
   let openPanel = null; // {node, opener, turn}
   let serial = 0;
 
-  // An element: props are attributes, except class, text (textContent) and on* (listeners).
-  function el(tag, props, ...children) {
-    const node = document.createElement(tag);
-    for (const [name, value] of Object.entries(props || {})) {
-      if (value == null || value === false) continue;
-      if (name === "class") node.className = value;
-      else if (name === "text") node.textContent = value;
-      else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
-      else node.setAttribute(name, value === true ? "" : value);
-    }
-    for (const child of children.flat()) if (child != null && child !== false) node.append(child);
-    return node;
-  }
-
   const uid = (prefix) => `${prefix}-${++serial}`;
-  const oneLine = (text) => String(text).replace(/\s+/g, " ").trim();
   const errorText = (body, status) =>
     oneLine((body && body.error && body.error.message) || `the server answered HTTP ${status}`);
   const crumbs = (hit) => (hit.breadcrumb || hit.title || hit.path || "").split(" > ").filter(Boolean);
 
   const showStatus = (message) => { statusLine.textContent = message || ""; statusLine.hidden = !message; };
 
-  // Only http(s) links ever become an href.
-  function safeUrl(url) {
-    if (typeof url !== "string" || !/^https?:\/\//i.test(url)) return null;
-    try { const parsed = new URL(url); return /^https?:$/.test(parsed.protocol) ? parsed.href : null; }
-    catch (_) { return null; }
-  }
-
   // ---- requests, with a read key when the server wants one ----------------------------------
-  const saved = {
-    get: () => { try { return localStorage.getItem(KEY); } catch (_) { return null; } },
-    set: (value) => { try { localStorage.setItem(KEY, value); } catch (_) { /* storage is off */ } },
-    clear: () => { try { localStorage.removeItem(KEY); } catch (_) { /* storage is off */ } },
-  };
   let keyWanted = null; // one form for every request that met a 401
 
   function askForKey(message) {

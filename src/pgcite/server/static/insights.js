@@ -4,7 +4,7 @@
 // Questions and page titles are only ever set with textContent, never parsed as HTML.
 "use strict";
 (() => {
-  const KEY = "pgcite.key"; // shared with the ask page: one key per browser
+  const { el, safeUrl, oneLine, savedKey: saved } = window.pgciteShared; // shared.js
   const FILTERS = ["since", "source", "channel", "language"]; // the form's
   const KEPT = ["until", "unit"]; // kept from the URL when the form changes (a shared view's span)
   const CHANNELS = {
@@ -18,32 +18,11 @@
   const charts = [], makers = new Map(); // drawn charts; each figure card -> how to draw its chart
   let serial = 0, shown = null;
 
-  // An element: props are attributes, except class, text (textContent) and on* (listeners).
-  function el(tag, props, ...children) {
-    const node = document.createElement(tag);
-    for (const [name, value] of Object.entries(props || {})) {
-      if (value == null || value === false) continue;
-      if (name === "class") node.className = value;
-      else if (name === "text") node.textContent = value;
-      else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
-      else node.setAttribute(name, value === true ? "" : value);
-    }
-    for (const child of children.flat()) if (child != null && child !== false) node.append(child);
-    return node;
-  }
-
-  // Only http(s) links ever become an href.
-  function safeUrl(url) {
-    if (typeof url !== "string" || !/^https?:\/\//i.test(url)) return null;
-    try { const parsed = new URL(url); return /^https?:$/.test(parsed.protocol) ? parsed.href : null; }
-    catch (_) { return null; }
-  }
   const link = (url, text) => {
     const href = safeUrl(url);
     return href ? el("a", { href, target: "_blank", rel: "noopener noreferrer", text }) : el("span", { text });
   };
 
-  const oneLine = (text) => String(text).replace(/\s+/g, " ").trim();
   const showStatus = (message) => { statusLine.textContent = message || ""; statusLine.hidden = !message; };
   const pct = (share) => (share == null ? "–" : `${(share * 100).toFixed(1)}%`);
   const ms = (value) => (value == null ? "–" : `${Math.round(value)} ms`);
@@ -52,11 +31,6 @@
   const channelName = (name) => CHANNELS[name] || name;
 
   // ---- the figures: from the report's own data, else the server, with a key when it wants one ----
-  const saved = {
-    get: () => { try { return localStorage.getItem(KEY); } catch (_) { return null; } },
-    set: (value) => { try { localStorage.setItem(KEY, value); } catch (_) { /* storage is off */ } },
-  };
-
   function askForKey(message) {
     return new Promise((resolve) => {
       $("#key-message").textContent = message;
