@@ -219,7 +219,8 @@ def test_ask_read_the_cited_section_rate_the_answer_and_meet_a_refusal(browser, 
         shot(page, "5-hostile-section")
         assert page.evaluate("window.__pwned") is None
         assert not [h for h in hrefs(page) if not re.match(r"https?://|#|\./", h)]
-        assert page.locator("script").count() == 1  # only app.js
+        scripts = [s.get_attribute("src") for s in page.locator("script").all()]
+        assert scripts == ["static/shared.js", "static/app.js"]  # only the page's own
 
 
 def test_on_a_phone_with_the_keyboard_alone(browser, base: str):
