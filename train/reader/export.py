@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors.numpy import save_file
-from train import DEV_SITES, MAX_TOKENS, ROOT, SEED, Reader, encode, load_groups
+from train import DEV, MAX_TOKENS, ROOT, SEED, Reader, encode, load_groups
 
 from pgcite.embedding.models import bundled_model_dir
 
@@ -63,7 +63,7 @@ def default_bar(model, tokenizer, work: Path, questions: int = 200) -> tuple[flo
     from pgcite.retrieval.calibration import reader_bar_of
 
     # Questions with an answering section and wrong candidates (not the model's unanswered ones).
-    groups = [g for site in DEV_SITES for g in load_groups(work).get(site, []) if any(g["labels"])]
+    groups = [g for site in DEV for g in load_groups(work).get(site, []) if any(g["labels"])]
     groups = random.Random(SEED).sample(groups, min(questions, len(groups)))
     answered, unanswered = [], []
     for g in groups:
@@ -73,7 +73,7 @@ def default_bar(model, tokenizer, work: Path, questions: int = 200) -> tuple[flo
         unanswered.append(float(scores[labels == 0].max()))
     low, high = float(np.quantile(answered, 0.1)), float(np.quantile(unanswered, 0.9))
     return round(reader_bar_of(low, high), 4), {
-        "sites": list(DEV_SITES),
+        "sites": [s for s in DEV if load_groups(work).get(s)],
         "questions": len(groups),
         "answered_low": round(low, 4),
         "unanswered_high": round(high, 4),

@@ -39,10 +39,12 @@ WARMUP = 0.06
 CHECKPOINT = 250
 DROP_BREADCRUMB = 0.3  # a share of groups read without their headings, so bodies are read too
 DEV_SITES = ("httpx", "helix", "rollup", "strawberry")  # held out of training to choose and check
+DEV_ARTICLES = ("squad-immune-system", "squad-warsaw")  # people.py's pairs held out the same way
+DEV = DEV_SITES + DEV_ARTICLES
 
 
 class Reader(nn.Module):
-    def __init__(self, model_dir: Path) -> None:
+    def __init__(self, model_dir: Path, start: Path | None = None) -> None:
         super().__init__()
         from transformers import BertModel
 
@@ -51,6 +53,14 @@ class Reader(nn.Module):
         self.head = nn.Linear(self.bert.config.hidden_size, 1)
         nn.init.normal_(self.head.weight, std=0.02)
         nn.init.zeros_(self.head.bias)
+        if start is not None:  # an exported reader (export.py's names, fp16) to go on from
+            from safetensors.torch import load_file
+
+            saved = {(k if k.startswith("head.") else f"bert.{k}"): v.float() for k, v in load_file(str(start)).items()}
+            missing = set(self.state_dict()) - set(saved) - {"bert.embeddings.word_embeddings.weight"}
+            if {m for m in missing if not m.endswith("position_ids")}:
+                raise SystemExit(f"{start} is not a reader export: it lacks {sorted(missing)[:3]}")
+            self.load_state_dict(saved, strict=False)
 
     def forward(self, ids, types, mask):
         hidden = self.bert(input_ids=ids, token_type_ids=types, attention_mask=mask).last_hidden_state
@@ -59,10 +69,11 @@ class Reader(nn.Module):
         return self.head(pooled).squeeze(-1)
 
 
-def load_groups(work: Path) -> dict[str, list[dict]]:
-    """Each question's pairs, the section that answers it (if one does) first, by site."""
+def load_groups(work: Path, only: str = "") -> dict[str, list[dict]]:
+    """Each question's pairs, the section that answers it (if one does) first, by site (or SQuAD
+    article); `only`: the files whose name starts with it."""
     by_site: dict[str, list[dict]] = {}
-    for file in sorted((work / "pairs").glob("*.jsonl")):
+    for file in sorted((work / "pairs").glob(f"{only}*.jsonl")):
         groups: dict[str, dict] = {}
         for line in file.read_text().splitlines():
             row = json.loads(line)
@@ -121,40 +132,59 @@ def loss_of(logits, labels, sizes):
     return bce + ranking / max(ranked, 1)
 
 
+def auc_of(pos: list[float], neg: list[float]) -> float:
+    p, n = np.array(pos), np.array(neg)
+    return float((p[:, None] > n[None, :]).mean()) if len(p) and len(n) else float("nan")
+
+
 @torch.no_grad()
 def evaluate(model, tokenizer, groups: list[dict]) -> dict:
-    """The answering section's rank among its group, and how well scores separate answers from the rest
-    (groups with an answer only)."""
+    """The answering section's rank among its group; how well scores separate answers from the other
+    candidates (auc) and from the passages of questions they do not answer (auc_unanswered)."""
     model.eval()
-    first, positives, negatives = 0, [], []
+    first, ranked, positives, negatives, unanswered = 0, 0, [], [], []
     for g in groups:
         ids, types, mask = encode(tokenizer, g["question"], g["texts"])
         scores = model(ids, types, mask).numpy()
         labels = np.array(g["labels"])
+        if not labels.any():
+            unanswered += scores.tolist()
+            continue
+        ranked += 1
         first += int(scores.argmax() == labels.argmax())
         positives += scores[labels == 1].tolist()
         negatives += scores[labels == 0].tolist()
     model.train()
-    pos, neg = np.array(positives), np.array(negatives)
-    auc = float((pos[:, None] > neg[None, :]).mean()) if len(pos) and len(neg) else float("nan")
-    return {"top1": first / max(len(groups), 1), "auc": auc, "groups": len(groups)}
+    return {
+        "top1": first / max(ranked, 1),
+        "auc": auc_of(positives, negatives),
+        "auc_unanswered": auc_of(positives, unanswered),
+        "groups": len(groups),
+    }
 
 
-def train(work: Path, epochs: float) -> None:
+def train(work: Path, epochs: float, only: str = "", start: Path | None = None, threads: int = 2) -> None:
     from transformers import AutoTokenizer
 
     torch.manual_seed(SEED)
-    torch.set_num_threads(2)
+    torch.set_num_threads(threads)
     rng = random.Random(SEED)
     model_dir = bundled_model_dir()
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    by_site = load_groups(work)
-    train_groups = [g for site, gs in sorted(by_site.items()) if site not in DEV_SITES for g in gs]
-    dev_groups = [g for site in DEV_SITES for g in by_site.get(site, []) if any(g["labels"])]
+    by_site = load_groups(work, only)
+    train_groups = [g for site, gs in sorted(by_site.items()) if site not in DEV for g in gs]
+    dev_groups = [g for site in DEV for g in by_site.get(site, [])]
     rng.shuffle(train_groups)
-    dev_groups = random.Random(SEED).sample(dev_groups, min(120, len(dev_groups)))
+    # At most 120 ranked questions and 120 unanswered ones.
+    dev_rng = random.Random(SEED)
+    dev_groups = [
+        g
+        for answered in (True, False)
+        for kept in [[g for g in dev_groups if any(g["labels"]) == answered]]
+        for g in dev_rng.sample(kept, min(120, len(kept)))
+    ]
     steps = int(len(train_groups) * epochs / GROUPS_PER_BATCH)
-    model = Reader(model_dir)
+    model = Reader(model_dir, start)
     optimiser = torch.optim.AdamW(
         [p for p in model.parameters() if p.requires_grad], lr=LEARNING_RATE, weight_decay=0.01
     )
@@ -218,6 +248,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--only", default="", help="train on the pair files whose name starts with this")
+    parser.add_argument("--start", type=Path, help="an exported reader.safetensors to go on from")
+    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--export", action="store_true", help="write the trained reader into pgcite's data")
     args = parser.parse_args()
     if args.export:
@@ -225,7 +258,7 @@ def main() -> int:
 
         export(args.work)
     else:
-        train(args.work, args.epochs)
+        train(args.work, args.epochs, args.only, args.start, args.threads)
     return 0
 
 
