@@ -1,8 +1,12 @@
 """Pairs from questions people wrote: SQuAD 2.0 (crowd workers' questions on Wikipedia paragraphs,
 about half of them unanswerable from the very paragraph they were written on).
 
-    .venv/bin/python train/reader/people.py --squad ../shared/data/squad2-dev-half/dev-v2.0.json \
-        --work /work/reader-work
+    .venv/bin/python train/reader/people.py --work /work/reader-work \
+        --squad ../shared/data/squad2-dev-half/dev-v2.0.json --squad squad_2.0_dev_complete_11873.xlsx
+
+Several --squad files may be given, the official JSON or the spreadsheet that repackages the whole dev
+set (manifest.json says where); an article already taken from an earlier file is skipped, so the
+halves join without a question twice.
 
 Written to WORK/pairs/squad-ARTICLE.jsonl in build_data.py's shape (question, text, label), so
 train.py reads them beside the docs sites' pairs (and holds DEV_ARTICLES out, as it holds docs
@@ -17,6 +21,7 @@ SQuAD 2.0 is CC BY-SA 4.0; the model card says so."""
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import random
 import re
@@ -100,12 +105,60 @@ def article_pairs(article: dict, rng: random.Random) -> list[dict]:
     return rows
 
 
+def cell_list(cell: object) -> list:
+    """A cell written as a Python list; a bare value (the sheet writes some that way) as one item, "--" as none."""
+    if cell is None or str(cell).strip() in ("", "--"):
+        return []
+    try:
+        value = ast.literal_eval(str(cell))
+    except (ValueError, SyntaxError):
+        return [cell]
+    return value if isinstance(value, list) else [value]
+
+
+def spreadsheet_articles(path: Path) -> list[dict]:
+    """SQuAD-shaped articles from the spreadsheet (one row a question; context, answers and their
+    offsets written as Python lists)."""
+    import openpyxl  # the train extra
+
+    rows = openpyxl.load_workbook(path, read_only=True).active.iter_rows(values_only=True)
+    header = [str(c) for c in next(rows)]
+    articles: dict[str, dict[str, list]] = {}
+    for values in rows:
+        row = dict(zip(header, values, strict=True))
+        impossible = str(row["is_impossible"]) == "True"
+        context = cell_list(row["context"])[0]
+        spans = ("plausible_answers", "plausible_answers_start") if impossible else ("answers", "answer_start")
+        answers = [
+            {"text": str(t), "answer_start": int(a)}
+            for t, a in zip(cell_list(row[spans[0]]), cell_list(row[spans[1]]), strict=False)
+        ]
+        if not answers and not impossible:
+            continue  # an answer the sheet lost: neither a safe positive nor a negative
+        qa = {"question": row["question"], "is_impossible": impossible}
+        qa |= {"plausible_answers": answers, "answers": []} if impossible else {"answers": answers}
+        articles.setdefault(row["title"], {}).setdefault(context, []).append(qa)
+    return [
+        {"title": title, "paragraphs": [{"context": c, "qas": qas} for c, qas in paragraphs.items()]}
+        for title, paragraphs in articles.items()
+    ]
+
+
+def load_articles(path: Path) -> list[dict]:
+    return spreadsheet_articles(path) if path.suffix == ".xlsx" else json.loads(path.read_text())["data"]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--squad", type=Path, required=True, help="a SQuAD 2.0 JSON file (dev-v2.0.json)")
+    parser.add_argument(
+        "--squad", type=Path, action="append", required=True, help="a SQuAD 2.0 file (.json or .xlsx); repeatable"
+    )
     parser.add_argument("--work", type=Path, required=True)
     args = parser.parse_args()
-    data = json.loads(args.squad.read_text())["data"]
+    data, titles = [], set()
+    for path in args.squad:
+        data += [a for a in load_articles(path) if a["title"] not in titles]
+        titles = {a["title"] for a in data}
     rng = random.Random(SEED)
     out = args.work / "pairs"
     out.mkdir(parents=True, exist_ok=True)
