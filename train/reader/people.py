@@ -60,7 +60,7 @@ def window(text: str, at: int | None, rng: random.Random) -> str:
     while True:
         grown = False
         for lo2, hi2 in ((lo - 1, hi), (lo, hi + 1)):
-            if 0 <= lo2 and hi2 < len(spans) and spans[hi2][1] - spans[lo2][0] <= WINDOW:
+            if lo2 >= 0 and hi2 < len(spans) and spans[hi2][1] - spans[lo2][0] <= WINDOW:
                 lo, hi, grown = lo2, hi2, True
         if not grown:
             break
@@ -99,7 +99,12 @@ def article_pairs(article: dict, rng: random.Random) -> list[dict]:
             answer_text = answer["text"].lower()
             others = [j for j in others if answer_text not in paragraphs[j].lower()][:NEGATIVES]
             rows += [
-                {"question": question, "text": f"{title}\n{window(paragraphs[j], None, rng)}", "label": 0, "kind": "topic"}
+                {
+                    "question": question,
+                    "text": f"{title}\n{window(paragraphs[j], None, rng)}",
+                    "label": 0,
+                    "kind": "topic",
+                }
                 for j in others
             ]
     return rows
