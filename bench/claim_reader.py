@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from pgcite.config import load_settings  # noqa: E402
 from pgcite.embedding.models import bundled_model_dir  # noqa: E402
 from pgcite.embedding.reader import load_reader  # noqa: E402
+from scratch import auc  # noqa: E402
 
 SHEETS = ("chat_audit_tune.md", "chat_audit.md", "chat_audit_fresh.md")
 CLAIM = re.compile(r"^- claim ((?:\[\d+\])+): (.*)$")
@@ -57,10 +58,6 @@ def read_sheet(text: str) -> list[dict]:
             sections[int(m.group(1))] = m.group(2)
     close()
     return claims
-
-
-def auc(pos: np.ndarray, neg: np.ndarray) -> float:
-    return float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
 
 
 def report(name: str, claims: list[dict], scores: np.ndarray) -> str:

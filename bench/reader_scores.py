@@ -30,6 +30,7 @@ from pgcite.evaluation.questions import load_questions  # noqa: E402
 from pgcite.retrieval.calibration import measure_reader  # noqa: E402
 from pgcite.retrieval.search import retrieve  # noqa: E402
 from pgcite.vocabulary import SearchFilter  # noqa: E402
+from scratch import auc  # noqa: E402
 
 FUSIONS = (0.5, 1.0, 2.0, 4.0)
 
@@ -85,8 +86,7 @@ def report(rows: list[dict], label: str) -> str:
         + f", reciprocal rank fusion {sum(r['rrf_top3'] for r in judged) / len(answerable):.3f}",
     ]
     if len(pos) and len(neg):
-        auc = float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
-        lines.append(f"  AUC of the best reader score, answerable over unanswerable: {auc:.3f}")
+        lines.append(f"  AUC of the best reader score, answerable over unanswerable: {auc(pos, neg):.3f}")
         for pct in (1, 3, 5, 10):
             bar = float(np.percentile(pos, pct))
             caught = int((neg < bar).sum()) + len(unanswerable) - len(neg)

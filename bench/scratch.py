@@ -1,5 +1,5 @@
-"""What the benchmarks share: the question set they run on, a throw-away embedded database, and
-a way to time a command as its own process."""
+"""What the benchmarks share: the question set they run on, a throw-away embedded database, a way
+to time a command as its own process, and the AUC the reader's benches report."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+import numpy as np
 
 from pgcite.config import Settings
 from pgcite.store import server
@@ -81,3 +83,11 @@ def run_measured(target: str, args: list[str], env: dict[str, str]) -> tuple[str
 
 def home_env(home: Path) -> dict[str, str]:
     return {**os.environ, "PGCITE_HOME": str(home)}
+
+
+def auc(pos: Sequence[float], neg: Sequence[float]) -> float:
+    """P(a positive scores above a negative), ties half; nan when either side is empty."""
+    p, n = np.asarray(pos, dtype=np.float64), np.asarray(neg, dtype=np.float64)
+    if not len(p) or not len(n):
+        return float("nan")
+    return float((p[:, None] > n[None, :]).mean() + 0.5 * (p[:, None] == n[None, :]).mean())

@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from pgcite.config import LOCAL_MODEL, load_settings  # noqa: E402
 from pgcite.embedding.models import LOCAL_MODELS, LocalEmbedder, bundled_model_dir  # noqa: E402
 from pgcite.embedding.reader import READER_PRECISIONS, load_reader  # noqa: E402
+from scratch import auc  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "wikiqa"
 SPLITS = {"test": ("WikiQA-test.tsv",), "train": ("WikiQA-train.tsv",), "all": ("WikiQA-test.tsv", "WikiQA-train.tsv")}
@@ -91,14 +92,6 @@ def average_precision(scores: np.ndarray, labels: Sequence[int]) -> float:
 def reciprocal_rank(scores: np.ndarray, labels: Sequence[int]) -> float:
     hits = np.flatnonzero(ranked_labels(scores, labels) == 1)
     return 1.0 / (hits[0] + 1) if len(hits) else 0.0
-
-
-def auc(pos: Sequence[float], neg: Sequence[float]) -> float:
-    """P(a positive scores above a negative), ties half; nan when either side is empty."""
-    p, n = np.asarray(pos, dtype=np.float64), np.asarray(neg, dtype=np.float64)
-    if not len(p) or not len(n):
-        return float("nan")
-    return float((p[:, None] > n[None, :]).mean() + 0.5 * (p[:, None] == n[None, :]).mean())
 
 
 def judge(queries: Sequence[Query], scores: Sequence[np.ndarray]) -> dict[str, float]:
