@@ -133,8 +133,11 @@ def loss_of(logits, labels, sizes):
 
 
 def auc_of(pos: list[float], neg: list[float]) -> float:
+    """P(a positive scores above a negative), ties half, as the benches count it."""
     p, n = np.array(pos), np.array(neg)
-    return float((p[:, None] > n[None, :]).mean()) if len(p) and len(n) else float("nan")
+    if not len(p) or not len(n):
+        return float("nan")
+    return float((p[:, None] > n[None, :]).mean() + 0.5 * (p[:, None] == n[None, :]).mean())
 
 
 @torch.no_grad()
