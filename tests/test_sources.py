@@ -135,7 +135,10 @@ def test_open_source_rejects_anything_else(tmp_path: Path, name: str) -> None:
     with pytest.raises(SourceError) as info:
         open_source(location)
     msg = str(info.value)
-    assert msg.startswith(f"no such folder, .zip file or s3:// location: {location}")
+    if name == "notes.txt":  # a file that is there, but not one read alone (an OpenAPI document is)
+        assert msg.startswith(f"{location} is a file pgcite does not read alone: give its folder")
+    else:
+        assert msg.startswith(f"no such folder, .zip file or s3:// location: {location}")
     assert "\n" not in msg
 
 

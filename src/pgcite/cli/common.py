@@ -36,10 +36,10 @@ ModeOption = Annotated[
 
 
 def default_source_name(location: str) -> str:
-    """`docs/` -> docs, `site.zip` -> site, `s3://bucket/team/docs` -> docs."""
+    """`docs/` -> docs, `site.zip` -> site, `s3://bucket/team/docs` -> docs, `api/openapi.yaml` -> openapi."""
     trimmed = location.rstrip("/")
     name = PurePosixPath(trimmed.split("://", 1)[-1]).name
-    name = PurePosixPath(name).stem if name.endswith(".zip") else name
+    name = PurePosixPath(name).stem if name.endswith((".zip", ".yaml", ".yml", ".json")) else name
     # What a source name may hold (vocabulary.check_name): `My Docs` -> My-Docs.
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._")[:64] or "docs"
 

@@ -78,7 +78,7 @@ class _Progress:
 
 
 def ingest(
-    location: Annotated[str, typer.Argument(help="A folder, a .zip file, or s3://bucket/prefix.")],
+    location: Annotated[str, typer.Argument(help="A folder, a .zip file, s3://bucket/prefix, or an OpenAPI file.")],
     source: Annotated[
         str | None, typer.Option("--source", help="Name of the source (default: from the location).")
     ] = None,
@@ -105,7 +105,7 @@ def ingest(
         typer.Option(
             "--site",
             callback=_site_name,
-            help="The site generator: vitepress, mkdocs, docusaurus, mdbook, hugo, starlight or plain "
+            help="The site generator: vitepress, mkdocs, docusaurus, mdbook, hugo, starlight, openapi or plain "
             "(default: detected).",
         ),
     ] = None,

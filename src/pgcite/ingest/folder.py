@@ -58,7 +58,10 @@ class FolderSource(Reader):
 
     def __init__(self, location: str, *, include_root: str | None = None, **options: Any) -> None:
         super().__init__(location, **options)
-        self._root = os.path.realpath(location)
+        real = os.path.realpath(location)
+        # One file given alone (an API description): its folder is the root, the file its one page.
+        self.single = os.path.basename(real) if os.path.isfile(real) else ""
+        self._root = os.path.dirname(real) if self.single else real
         if not os.path.isdir(self._root):
             raise SourceError(one_line(f"no such folder: {location}: check the path"))
         self.include_root = os.path.realpath(include_root) if include_root else _project_root(self._root)
@@ -176,6 +179,9 @@ class FolderSource(Reader):
         # Collect first, then sort the full relative paths: sorting per directory would
         # put "a/b.md" before "a.md", which is not plain path order.
         self.others = 0
+        if self.single:
+            yield self._read(self.single, os.path.join(self._root, self.single), known)
+            return
         found = sorted(self._walk(self._root, "", frozenset({self._root})), key=lambda x: x[0])
         for rel, item in found:
             yield item if isinstance(item, Skipped) else self._read(rel, item, known)

@@ -15,6 +15,8 @@ from pgcite.ingest.zipped import ZipSource
 
 __all__ = ["is_remote", "open_source"]
 
+API_FILES = (".yaml", ".yml", ".json")  # a file given alone is read as an OpenAPI document
+
 
 def is_remote(location: str) -> bool:
     """An S3 location rather than a path on this machine."""
@@ -35,11 +37,18 @@ def open_source(
         return S3Source(location, **kw)
     if location.lower().endswith(".zip") and os.path.isfile(location):
         return ZipSource(location, **kw)
-    if os.path.isdir(location):
+    if os.path.isdir(location) or (os.path.isfile(location) and location.lower().endswith(API_FILES)):
         return FolderSource(location, include_root=include_root, **kw)
+    if os.path.isfile(location):
+        raise SourceError(
+            one_line(
+                f"{location} is a file pgcite does not read alone: give its folder, a .zip file, "
+                "or an OpenAPI document (.yaml, .yml or .json)"
+            )
+        )
     raise SourceError(
         one_line(
             f"no such folder, .zip file or s3:// location: {location}: "
-            "give a folder path, a .zip file or s3://bucket/prefix"
+            "give a folder path, a .zip file, an OpenAPI document or s3://bucket/prefix"
         )
     )

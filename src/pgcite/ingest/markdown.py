@@ -170,10 +170,11 @@ def clean(text: str, dialect: Dialect = PLAIN) -> tuple[str, dict[str, Any]]:
 # --- parse -------------------------------------------------------------------------------
 
 # A trailing attribute list: {#id}, { #id .class }, {: #id key=value }.
+# An id may hold `/` and `%` (an API reference's `{#/pets/addPet}`, sites/openapi.py).
 _ATTRIBUTE_LIST = re.compile(
-    r"\s*\{:?\s*((?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|\S+))(?:\s+(?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|\S+)))*)\s*\}\s*$"
+    r"\s*\{:?\s*((?:#[\w:./%-]+|\.[\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|\S+))(?:\s+(?:#[\w:./%-]+|\.[\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|\S+)))*)\s*\}\s*$"
 )
-_ID = re.compile(r"(?:^|\s)#([\w:.-]+)")
+_ID = re.compile(r"(?:^|\s)#([\w:./%-]+)")
 _BLOCK_KINDS = {
     "paragraph_open": "paragraph",
     "bullet_list_open": "list",

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from pgcite.ingest.markdown import PLAIN, Dialect, ParsedDocument, parse_body, split_front_matter
 from pgcite.ingest.sites.changelog import is_changelog
+from pgcite.ingest.sites.openapi import SPEC_FILES, is_spec, spec_markdown
 from pgcite.ingest.sources import Document, Source
 
 __all__ = ["Files", "Includes", "Page", "Site", "join_url"]
@@ -136,7 +137,8 @@ class Page:
 def join_url(base_url: str, route: str, anchor: str | None = None) -> str:
     if not base_url:
         return ""
-    url = base_url.rstrip("/") + "/" + route.lstrip("/")
+    # The home page is the base URL as given: an API reference at /docs is not /docs/.
+    url = base_url.rstrip("/") + "/" + route.lstrip("/") if route else base_url
     return f"{url}#{anchor}" if anchor else url
 
 
@@ -181,7 +183,7 @@ class Site:
 
     @property
     def include(self) -> tuple[str, ...]:
-        return tuple(self._globs(self.pages))
+        return tuple(self._globs((*self.pages, *SPEC_FILES)))  # an API description beside the pages too
 
     @property
     def exclude(self) -> tuple[str, ...]:
@@ -208,6 +210,10 @@ class Site:
         """The page's URL relative to the base URL: by default the file itself."""
         return site_path
 
+    def is_api(self, site_path: str) -> bool:
+        """Whether the file is an OpenAPI or Swagger document rather than a page of markup."""
+        return is_spec(site_path)
+
     def prepare(self, body: str, includes: Includes) -> str:
         """The page's body with this generator's markup turned into Markdown (includes
         resolved); the markup every generator shares is cleaned after, by markdown.clean_body."""
@@ -218,12 +224,17 @@ class Site:
 
     def render(self, document: Document) -> Page:
         site_path = self.files.to_site(document.path)
-        body, front_matter = split_front_matter(document.text)
         includes = Includes(self.files, site_path)
-        body = self.prepare(body, includes)
-        parsed = parse_body(
-            body, front_matter, self.fallback_title(site_path, front_matter), self.dialect_for(site_path)
-        )
+        if self.is_api(site_path):
+            title, body = spec_markdown(document.text, site_path)
+            front_matter: dict[str, Any] = {"title": title}
+            parsed = parse_body(body, front_matter, title, PLAIN)
+        else:
+            body, front_matter = split_front_matter(document.text)
+            body = self.prepare(body, includes)
+            parsed = parse_body(
+                body, front_matter, self.fallback_title(site_path, front_matter), self.dialect_for(site_path)
+            )
         kind = "changelog" if is_changelog(site_path, parsed) else "page"
         return Page(
             document.path,
