@@ -105,7 +105,7 @@ def ingest(
         typer.Option(
             "--site",
             callback=_site_name,
-            help="The site generator: vitepress, mkdocs, docusaurus, mdbook, hugo, starlight, openapi or plain "
+            help="The site generator: vitepress, mkdocs, docusaurus, mdbook, hugo, starlight, sphinx, openapi or plain "
             "(default: detected).",
         ),
     ] = None,

@@ -16,6 +16,7 @@ from pgcite.ingest.sites.hugo import Hugo
 from pgcite.ingest.sites.mdbook import MdBook
 from pgcite.ingest.sites.mkdocs import MkDocs
 from pgcite.ingest.sites.plain import Plain
+from pgcite.ingest.sites.sphinx import Sphinx
 from pgcite.ingest.sites.starlight import Starlight
 from pgcite.ingest.sites.vitepress import VitePress
 from pgcite.ingest.sources import Source
@@ -23,7 +24,7 @@ from pgcite.ingest.sources import Source
 __all__ = ["SITES", "Page", "Site", "detect", "join_url", "levels_above"]
 
 SITES: dict[str, type[Site]] = {
-    cls.name: cls for cls in (VitePress, MkDocs, Docusaurus, MdBook, Hugo, Starlight, ApiReference, Plain)
+    cls.name: cls for cls in (VitePress, MkDocs, Docusaurus, MdBook, Hugo, Starlight, Sphinx, ApiReference, Plain)
 }
 # How far above the ingested folder a site's configuration is looked for ("docs/en/docs" -> "docs/en");
 # further for generators whose pages lie deeper (Starlight's src/content/docs/fr, Docusaurus's

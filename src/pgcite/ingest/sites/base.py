@@ -210,6 +210,10 @@ class Site:
         """The page's URL relative to the base URL: by default the file itself."""
         return site_path
 
+    def split(self, site_path: str, text: str) -> tuple[str, dict[str, Any]]:
+        """(body, front matter) of a page's text."""
+        return split_front_matter(text)
+
     def is_api(self, site_path: str) -> bool:
         """Whether the file is an OpenAPI or Swagger document rather than a page of markup."""
         return is_spec(site_path)
@@ -230,7 +234,7 @@ class Site:
             front_matter: dict[str, Any] = {"title": title}
             parsed = parse_body(body, front_matter, title, PLAIN)
         else:
-            body, front_matter = split_front_matter(document.text)
+            body, front_matter = self.split(site_path, document.text)
             body = self.prepare(body, includes)
             parsed = parse_body(
                 body, front_matter, self.fallback_title(site_path, front_matter), self.dialect_for(site_path)

@@ -1,0 +1,501 @@
+"""reStructuredText as Sphinx publishes it, turned into Markdown: parsed by docutils (Sphinx's own
+parser), with Sphinx's roles shown as their text (`:ref:`, `:doc:`, `:class:` ...), its directives
+read as a reader sees them (code blocks, admonitions, version notes, object descriptions) or left
+out where a reader never sees them (`toctree`, `index`, autodoc), and `include` and
+`literalinclude` read through the site's bounded includes. Each section's heading carries the id
+docutils gives it, which is the id Sphinx's HTML gives the section, so citations open it.
+
+docutils' own file insertion and raw HTML are turned off: nothing is read from outside the site."""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from docutils import nodes, statemachine
+from docutils.frontend import get_default_settings
+from docutils.parsers.rst import Directive, Parser, directives, roles
+from docutils.utils import new_document, unescape
+
+from pgcite.ingest.sites.base import Includes, code_fence, fence_language, select_lines
+
+__all__ = ["rst_markdown"]
+
+_PARSER = Parser()
+# Sphinx roles shown as code (`~a.b.C` shows C); every other role shows its text.
+_CODE_ROLES = {
+    "attr", "class", "const", "data", "exc", "func", "meth", "mod", "obj", "type", "option", "envvar",
+    "file", "command", "program", "samp", "code", "makevar", "kbd", "member", "var", "struct", "macro",
+    "enum", "enumerator", "expr", "texpr", "any", "cfunc", "cmember", "cmacro", "ctype",
+}  # fmt: skip
+_CALLED_ROLES = {"func", "meth"}  # Sphinx adds `()` to these
+# Directives whose output a reader never sees in the text (navigation, index entries, settings).
+_UNSEEN = {
+    "toctree", "index", "highlight", "currentmodule", "module", "default-domain", "tabularcolumns",
+    "sectionauthor", "moduleauthor", "codeauthor", "meta", "raw", "only-latex", "todolist",
+    "autosummary", "contents", "py:currentmodule", "py:module", "c:namespace", "cpp:namespace",
+}  # fmt: skip
+_AUTODOC = re.compile(r"^(?:\w+:)?auto[a-z]*$")  # automodule, autoclass, autofunction, ...
+_VERSIONS = {
+    "versionadded": "Added in version", "versionchanged": "Changed in version",
+    "deprecated": "Deprecated since version", "versionremoved": "Removed in version",
+}  # fmt: skip
+_ADMONITION_NAMES = {"seealso": "See also", "todo": "Todo"}
+_DIRECTIVE_NAME = re.compile(r"^[ \t]*\.\.[ \t]+([A-Za-z][\w.+:-]*)[ \t]*::", re.MULTILINE)
+_ROLE_NAME = re.compile(r"(?<![\w`]):([A-Za-z][\w.+:-]*):`")
+_EXPLICIT_TITLE = re.compile(r"^(.+?)\s*(?<!\x00)<(.*?)>$", re.DOTALL)
+
+
+@dataclass
+class _Context:
+    """What one page's directives share: its includes, the site paths of its source folder (where
+    `/x` starts) and of the files being read, and how deep the includes go."""
+
+    includes: Includes
+    source_dir: str
+    depth: dict[str, int] = field(default_factory=dict)
+    autodoc: list[str] = field(default_factory=list)  # the autodoc directives met, left out
+
+    def problem(self, line: str) -> None:
+        self.includes.problems.append(line)
+
+
+def rst_markdown(text: str, site_path: str, includes: Includes, source_dir: str) -> str:
+    """The page `text` (site path `site_path`) as Markdown, its includes read in."""
+    settings = get_default_settings(Parser)
+    settings.report_level = 5  # a broken construct becomes text; the page is still read
+    settings.halt_level = 5
+    settings.warning_stream = io.StringIO()
+    settings.file_insertion_enabled = False
+    settings.raw_enabled = False
+    settings.pgcite = context = _Context(includes, source_dir, {site_path: 0})
+    document = new_document(site_path, settings)
+    with _sphinx_vocabulary():
+        _register_unknown(text)
+        _PARSER.parse(text, document)
+    if context.autodoc:
+        shown = ", ".join(context.autodoc[:3]) + (
+            f" and {len(context.autodoc) - 3} more" if len(context.autodoc) > 3 else ""
+        )
+        context.problem(f"{shown}: autodoc pulls docstrings from the code, which pgcite does not import: left out")
+    return "\n\n".join(_Writer(document).blocks(document, 1)) + "\n"
+
+
+# --- roles ---------------------------------------------------------------------------------
+
+
+def _role(name: str, rawtext: str, text: str, lineno: int, inliner: Any, options: Any = None, content: Any = None):
+    """A Sphinx role as the page shows it: the explicit title of `title <target>`, else the
+    target (`~a.b.C` as C, `!x` as x), as code for the roles that name code."""
+    text = unescape(text)
+    explicit = _EXPLICIT_TITLE.match(text)
+    shown = explicit.group(1) if explicit else text
+    short = name.rsplit(":", 1)[-1]
+    if not explicit:
+        shown = shown.lstrip("!")
+        if shown.startswith("~"):
+            shown = shown[1:].rsplit(".", 1)[-1]
+        if short in {"doc", "ref"}:  # a page's or label's name, read as words ("deploying/index": deploying)
+            parts = [p for p in shown.split("/") if p and p != "index"] or [shown]
+            shown = parts[-1].replace("-", " ").replace("_", " ")
+    if short in _CALLED_ROLES and not explicit and not shown.endswith(")"):
+        shown += "()"
+    node: nodes.Node = nodes.literal(rawtext, shown) if short in _CODE_ROLES else nodes.Text(shown)
+    return [node], []
+
+
+# --- directives ----------------------------------------------------------------------------
+
+
+class _AnyOptions(dict):
+    """Every option accepted, as text: a directive's options are read, whatever Sphinx or an
+    extension names them, and not mistaken for its arguments or content."""
+
+    def __missing__(self, key: str) -> Any:
+        return directives.unchanged
+
+    def __bool__(self) -> bool:
+        return True
+
+
+ANY_OPTIONS = _AnyOptions()
+
+
+class _Content(Directive):
+    """A directive pgcite does not know: its content is read as text, its arguments dropped."""
+
+    optional_arguments = 10
+    final_argument_whitespace = True
+    has_content = True
+    option_spec: ClassVar[Any] = ANY_OPTIONS
+
+    def run(self) -> list[nodes.Node]:
+        container = nodes.container()
+        self.state.nested_parse(self.content, self.content_offset, container)
+        return container.children
+
+
+class _Unseen(_Content):
+    def run(self) -> list[nodes.Node]:
+        name = self.name.rsplit(":", 1)[-1]
+        if _AUTODOC.match(name):
+            self.state.document.settings.pgcite.autodoc.append(f"{self.name} {' '.join(self.arguments)}".strip())
+        return []
+
+
+class _Code(Directive):
+    optional_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec: ClassVar[Any] = ANY_OPTIONS
+
+    def run(self) -> list[nodes.Node]:
+        code = "\n".join(self.content)
+        return [nodes.literal_block(code, code, language=(self.arguments or [""])[0].strip())]
+
+
+class _Version(Directive):
+    required_arguments = 1
+    optional_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec: ClassVar[Any] = ANY_OPTIONS
+
+    def run(self) -> list[nodes.Node]:
+        version, *rest = " ".join(self.arguments).split(None, 1)
+        line = nodes.paragraph()
+        line += nodes.Text(f"{_VERSIONS[self.name]} {version}" + (": " if rest else "."))
+        if rest:  # the text after the version, its inline markup read
+            line += self.state.inline_text(rest[0], self.lineno)[0]
+        container = nodes.container()
+        self.state.nested_parse(self.content, self.content_offset, container)
+        return [line, *container.children]
+
+
+class _Titled(Directive):
+    """`seealso`, `todo`: an admonition with its name as title."""
+
+    optional_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec: ClassVar[Any] = ANY_OPTIONS
+
+    def run(self) -> list[nodes.Node]:
+        node = nodes.admonition()
+        node += nodes.title(text=_ADMONITION_NAMES[self.name])
+        if self.arguments:
+            node += nodes.paragraph(text=self.arguments[0])
+        self.state.nested_parse(self.content, self.content_offset, node)
+        return [node]
+
+
+class _Described(Directive):
+    """An object description (`.. function:: name(args)`, `.. py:class::`, `.. option::`): the
+    signature as a code line, then its text."""
+
+    required_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec: ClassVar[Any] = ANY_OPTIONS
+
+    def run(self) -> list[nodes.Node]:
+        out: list[nodes.Node] = []
+        for signature in self.arguments[0].split("\n"):
+            if signature.strip():
+                line = nodes.paragraph()
+                line += nodes.literal(signature, signature.strip().rstrip("\\").strip())
+                out.append(line)
+        container = nodes.container()
+        self.state.nested_parse(self.content, self.content_offset, container)
+        return out + container.children
+
+
+def _current(directive: Directive) -> str:
+    """The site path of the file the directive is written in (the page or an included file)."""
+    source = directive.state_machine.input_lines.source(directive.lineno - directive.state_machine.input_offset - 1)
+    return str(source or directive.state.document["source"])
+
+
+def _read(directive: Directive) -> tuple[_Context, str, str] | None:
+    """(context, site path, text) of an include's file, read through the site's includes; None
+    (the reason noted) when it cannot be."""
+    ctx: _Context = directive.state.document.settings.pgcite
+    target = directive.arguments[0].strip()
+    if target.startswith("<"):  # docutils' standard definitions (<isonum.txt>): nothing to show
+        return None
+    current = _current(directive)
+    site_path = (
+        posixpath.normpath(posixpath.join(ctx.source_dir, target.lstrip("/")))
+        if target.startswith("/")
+        else posixpath.normpath(posixpath.join(posixpath.dirname(current), target))
+    )
+    text = ctx.includes.read(site_path, ctx.depth.get(current, 0), target)
+    return None if text is None else (ctx, site_path, _between(text, directive.options))
+
+
+def _between(text: str, options: dict[str, Any]) -> str:
+    if after := options.get("start-after"):
+        text = text.split(after, 1)[1] if after in text else text
+    if before := options.get("end-before"):
+        text = text.split(before, 1)[0]
+    return text
+
+
+class _Include(Directive):
+    required_arguments = 1
+    final_argument_whitespace = True
+    option_spec: ClassVar[Any] = ANY_OPTIONS
+
+    def run(self) -> list[nodes.Node]:
+        found = _read(self)
+        if found is None:
+            return []
+        ctx, site_path, text = found
+        if "literal" in self.options or "code" in self.options:
+            language = self.options.get("code") or ""
+            return [nodes.literal_block(text, text, language=language if isinstance(language, str) else "")]
+        ctx.depth[site_path] = ctx.depth.get(_current(self), 0) + 1
+        _register_unknown(text)
+        self.state_machine.insert_input(statemachine.string2lines(text, 8, convert_whitespace=True), site_path)
+        return []
+
+
+class _LiteralInclude(Directive):
+    required_arguments = 1
+    final_argument_whitespace = True
+    option_spec: ClassVar[Any] = ANY_OPTIONS
+
+    def run(self) -> list[nodes.Node]:
+        found = _read(self)
+        if found is None:
+            return []
+        _, site_path, text = found
+        if "pyobject" in self.options:
+            self.state.document.settings.pgcite.problem(
+                f"literalinclude {self.arguments[0]} :pyobject: {self.options['pyobject']}: the whole file is shown"
+            )
+        if isinstance(self.options.get("lines"), str):
+            text = select_lines(text, self.options["lines"].replace("-", ":"))
+        for key in ("prepend", "append"):
+            if isinstance(self.options.get(key), str):
+                text = self.options[key] + "\n" + text if key == "prepend" else text + "\n" + self.options[key]
+        language = self.options.get("language")
+        language = language if isinstance(language, str) else fence_language(site_path)
+        node = nodes.literal_block(text, text.strip("\n"), language=language)
+        if isinstance(self.options.get("caption"), str):
+            node["caption"] = self.options["caption"]
+        return [node]
+
+
+_DESCRIBED = {
+    "function", "class", "method", "attribute", "data", "exception", "decorator", "option", "envvar", "describe",
+    "object", "program", "confval", "member", "type", "macro", "struct", "enum", "var", "property",
+}  # fmt: skip
+_DIRECTIVES: dict[str, type[Directive]] = {
+    **dict.fromkeys(_UNSEEN, _Unseen),
+    **dict.fromkeys(("code-block", "sourcecode", "code"), _Code),
+    **dict.fromkeys(_VERSIONS, _Version),
+    **dict.fromkeys(_ADMONITION_NAMES, _Titled),
+    **dict.fromkeys(_DESCRIBED, _Described),
+    **dict.fromkeys(("only", "glossary", "centered", "hlist", "tab", "tabs", "group-tab", "code-tab"), _Content),
+    "include": _Include,
+    "literalinclude": _LiteralInclude,
+}
+_ROLES = _CODE_ROLES | {
+    "ref", "doc", "term", "abbr", "guilabel", "menuselection", "numref", "keyword", "download", "pep", "rfc",
+    "dfn", "mimetype", "newsgroup", "regexp", "token",
+}  # fmt: skip
+_VOCABULARY = threading.Lock()
+
+
+@contextmanager
+def _sphinx_vocabulary() -> Iterator[None]:
+    """docutils with Sphinx's directives and roles, for one parse: its registries are module-wide,
+    so they are swapped in under a lock and put back, and plain docutils elsewhere in the process
+    stays as it was."""
+    with _VOCABULARY:
+        saved = dict(directives._directives), dict(roles._roles)
+        directives._directives.update(_DIRECTIVES)
+        roles._roles.update(dict.fromkeys(_ROLES, _role))
+        try:
+            yield
+        finally:
+            for registry, before in zip((directives._directives, roles._roles), saved, strict=True):
+                registry.clear()
+                registry.update(before)
+
+
+def _register_unknown(text: str) -> None:
+    """Roles and directives of Sphinx's domains and extensions, met in `text`, registered before it
+    is parsed (docutils knows only its own): `py:class`, `.. py:function::` and the like."""
+    for name in set(_DIRECTIVE_NAME.findall(text)):
+        if name not in directives._directives and name not in directives._directive_registry:
+            short = name.rsplit(":", 1)[-1]
+            if _AUTODOC.match(short) or short in _UNSEEN:
+                cls: type[Directive] = _Unseen
+            else:
+                cls = _Described if short in _DESCRIBED else _Content
+            directives._directives[name] = cls
+    for name in set(_ROLE_NAME.findall(text)):
+        if name not in roles._roles and name not in roles._role_registry:
+            roles._roles[name] = _role
+
+
+# --- the doctree as Markdown -----------------------------------------------------------------
+
+_ADMONITIONS = (
+    nodes.attention, nodes.caution, nodes.danger, nodes.error, nodes.hint,
+    nodes.important, nodes.note, nodes.tip, nodes.warning,
+)  # fmt: skip
+_SKIPPED = (
+    nodes.comment, nodes.target, nodes.substitution_definition, nodes.system_message, nodes.raw,
+    nodes.pending, nodes.transition, nodes.footnote, nodes.citation, nodes.field_name,
+)  # fmt: skip
+
+
+class _Writer:
+    def __init__(self, document: nodes.document) -> None:
+        self.document = document
+
+    def blocks(self, node: nodes.Node, level: int) -> list[str]:
+        """The Markdown blocks of `node`'s children; `level` is the next section's heading level."""
+        out: list[str] = []
+        for child in node.children:
+            out += self.block(child, level)
+        return [b for b in out if b.strip()]
+
+    def block(self, node: nodes.Node, level: int) -> list[str]:
+        if isinstance(node, _SKIPPED):
+            return []
+        if isinstance(node, nodes.section):
+            title = node.next_node(nodes.title)
+            heading = self.inline(title) if title is not None else ""
+            anchor = f" {{#{node['ids'][0]}}}" if node["ids"] else ""
+            body = [c for c in node.children if not isinstance(c, nodes.title)]
+            return [f"{'#' * min(level, 6)} {heading}{anchor}", *[b for c in body for b in self.block(c, level + 1)]]
+        if isinstance(node, (nodes.paragraph, nodes.rubric)):
+            text = self.inline(node)
+            return [f"**{text}**" if isinstance(node, nodes.rubric) else text]
+        if isinstance(node, (nodes.literal_block, nodes.doctest_block, nodes.math_block)):
+            language = node.get("language") or ("python" if isinstance(node, nodes.doctest_block) else "")
+            classes = [c for c in node.get("classes", []) if c != "code"]
+            return [code_fence(node.astext(), language or (classes[0] if classes else ""), node.get("caption", ""))]
+        if isinstance(node, (nodes.bullet_list, nodes.enumerated_list)):
+            return [self.list_items(node)]
+        if isinstance(node, nodes.definition_list):
+            items = []
+            for item in node.children:
+                term = " ".join(self.inline(t) for t in item.children if isinstance(t, nodes.term))
+                definition = [
+                    b for d in item.children if isinstance(d, nodes.definition) for b in self.blocks(d, level)
+                ]
+                items.append(_item("- ", f"**{term}**" + (f": {definition[0]}" if definition else ""), definition[1:]))
+            return ["\n".join(items)]
+        if isinstance(node, nodes.field_list):
+            items = []
+            for item in node.children:
+                name = self.inline(item.children[0]) if item.children else ""
+                body = self.blocks(item.children[1], level) if len(item.children) > 1 else []
+                items.append(_item("- ", f"**{name}**" + (f": {body[0]}" if body else ""), body[1:]))
+            return ["\n".join(items)]
+        if isinstance(node, (*_ADMONITIONS, nodes.admonition)):
+            title = node.next_node(nodes.title) if isinstance(node, nodes.admonition) else None
+            name = self.inline(title) if title is not None else type(node).__name__.capitalize()
+            body = [b for c in node.children if not isinstance(c, nodes.title) for b in self.block(c, level)]
+            return [_quote([f"**{name}:** {body[0]}" if body else f"**{name}**", *body[1:]])]
+        if isinstance(node, nodes.block_quote):
+            return [_quote(self.blocks(node, level))]
+        if isinstance(node, nodes.attribution):
+            return [f"— {self.inline(node)}"]
+        if isinstance(node, nodes.line_block):
+            return ["\n".join(self.inline(line) for line in node.findall(nodes.line))]
+        if isinstance(node, nodes.table):
+            return [self.table(node)]
+        if isinstance(node, (nodes.topic, nodes.sidebar)):
+            title = node.next_node(nodes.title)
+            body = [b for c in node.children if not isinstance(c, nodes.title) for b in self.block(c, level)]
+            return ([f"**{self.inline(title)}**"] if title is not None else []) + body
+        if isinstance(node, (nodes.figure, nodes.image)):
+            caption = node.next_node(nodes.caption)
+            return [self.inline(caption)] if caption is not None else []
+        if isinstance(node, nodes.Text):
+            return [str(node).strip()]
+        if isinstance(node, nodes.Element):
+            return self.blocks(node, level)  # containers, compound, and what else holds blocks
+        return []
+
+    def list_items(self, node: nodes.Element) -> str:
+        items = []
+        start = int(node.get("start", 1))
+        for i, item in enumerate(node.children):
+            marker = f"{start + i}. " if isinstance(node, nodes.enumerated_list) else "- "
+            body = self.blocks(item, 7)
+            items.append(_item(marker, body[0] if body else "", body[1:]))
+        return "\n".join(items)
+
+    def table(self, node: nodes.table) -> str:
+        rows = [
+            [" ".join(self.inline(p) if isinstance(p, nodes.paragraph) else p.astext() for p in entry.children)
+             .replace("|", "\\|").replace("\n", " ") for entry in row.findall(nodes.entry)]
+            for row in node.findall(nodes.row)
+        ]  # fmt: skip
+        rows = [r for r in rows if r]
+        if not rows:
+            return ""
+        width = max(len(r) for r in rows)
+        rows = [r + [""] * (width - len(r)) for r in rows]
+        lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * width]
+        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows[1:]])
+
+    def inline(self, node: nodes.Node) -> str:
+        parts: list[str] = []
+        for child in node.children if isinstance(node, nodes.Element) else [node]:
+            if isinstance(child, nodes.Text):
+                parts.append(str(child).replace("\n", " "))
+            elif isinstance(child, (nodes.footnote_reference, nodes.system_message)):
+                continue
+            elif isinstance(child, nodes.literal):
+                parts.append(_code_span(child.astext()))
+            elif isinstance(child, nodes.strong):
+                parts.append(f"**{self.inline(child)}**")
+            elif isinstance(child, (nodes.emphasis, nodes.title_reference)):
+                parts.append(f"*{self.inline(child)}*")
+            elif isinstance(child, nodes.reference) and child.get("refuri", "").startswith(("http://", "https://")):
+                parts.append(f"[{self.inline(child)}]({child['refuri']})")
+            elif isinstance(child, nodes.substitution_reference):
+                parts.append(self.substitution(child))
+            elif isinstance(child, nodes.image):
+                parts.append(child.get("alt", ""))
+            elif isinstance(child, nodes.Element):
+                parts.append(self.inline(child))
+        return " ".join("".join(parts).split())
+
+    def substitution(self, node: nodes.substitution_reference) -> str:
+        name = nodes.fully_normalize_name(node.get("refname", ""))
+        definition = self.document.substitution_defs.get(name)
+        return self.inline(definition) if definition is not None else node.astext()
+
+
+def _item(marker: str, first: str, rest: list[str]) -> str:
+    """A list item: its first block after the marker, the others indented under it."""
+    pad = " " * len(marker)
+    lines = [marker + first.replace("\n", "\n" + pad)]
+    for block in rest:
+        lines.append("\n".join(pad + line if line else line for line in block.split("\n")))
+    return "\n".join(lines) if not rest else "\n\n".join(lines)
+
+
+def _quote(blocks: list[str]) -> str:
+    return "\n>\n".join("\n".join("> " + line if line else ">" for line in b.split("\n")) for b in blocks)
+
+
+def _code_span(text: str) -> str:
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    return f"{ticks} {text} {ticks}" if text.startswith("`") or text.endswith("`") else f"{ticks}{text}{ticks}"

@@ -1,0 +1,180 @@
+"""Sphinx: a folder with `conf.py` is read as Sphinx publishes it. conf.py is parsed, never run:
+its plain assignments say the pages' suffixes (`source_suffix`, MyST Markdown where `myst_parser`
+is among the `extensions`), what is left out (`exclude_patterns`), the base URL (`html_baseurl`),
+the page suffix (`html_file_suffix`) and the language. reStructuredText goes through docutils
+(rst.py); pages route `guide/install.rst` -> `guide/install.html`; sections are anchored by the
+ids docutils makes, which are the ids in Sphinx's HTML."""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from docutils.nodes import make_id
+
+from pgcite.ingest.anchors import GITHUB, AnchorRule
+from pgcite.ingest.markdown import Dialect
+from pgcite.ingest.sites.base import Files, Includes, Site, code_fence
+from pgcite.ingest.sites.languages import language_tag
+from pgcite.ingest.sites.rst import rst_markdown
+
+__all__ = ["Sphinx", "read_conf"]
+
+# docutils' ids: ASCII lower case, other characters to `-`; a repeated one gets -1, -2.
+DOCUTILS = AnchorRule(make_id, GITHUB.unique)
+_SPHINX_NAMES = {
+    "project", "extensions", "html_theme", "master_doc", "root_doc", "source_suffix", "html_baseurl",
+    "release", "exclude_patterns", "templates_path", "html_static_path", "intersphinx_mapping",
+}  # fmt: skip
+_ALWAYS_EXCLUDED = ("_build/**", "**/_build/**", "Thumbs.db", ".DS_Store", "**/_templates/**")
+
+
+def read_conf(text: str) -> dict[str, Any]:
+    """The literal values conf.py assigns at its top level (`project = "x"`, lists, dicts); what is
+    computed (`release = get_version()`) is left out: the file is never run."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    found: dict[str, Any] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0], statement.value
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            target, value = statement.target, statement.value
+        else:
+            continue
+        if isinstance(target, ast.Name):
+            try:
+                found[target.id] = ast.literal_eval(value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+    return found
+
+
+class Sphinx(Site):
+    name = "sphinx"
+    markers = ("conf.py",)
+
+    def __init__(self, files: Files) -> None:
+        super().__init__(files)
+        try:
+            self.conf = read_conf(files.read("conf.py"))
+        except OSError:
+            self.conf = {}
+        extensions: list[Any] = self.conf["extensions"] if isinstance(self.conf.get("extensions"), list) else []
+        self.myst = any(str(e).split(".")[0] in {"myst_parser", "myst_nb"} for e in extensions)
+        self.suffixes = self._suffixes()
+        self.base_url = str(self.conf.get("html_baseurl") or "")
+        self.page_suffix = str(self.conf.get("html_file_suffix") or ".html")
+        if tag := language_tag(self.conf.get("language")):
+            self.languages, self.default_language = (tag,), tag
+
+    @classmethod
+    def detect(cls, files: Files) -> bool:
+        """conf.py that sets what a Sphinx configuration sets (any Python file may be conf.py)."""
+        if not files.exists("conf.py"):  # before reading: a bucket would be asked for it
+            return False
+        try:
+            return bool(_SPHINX_NAMES & set(read_conf(files.read("conf.py"))))
+        except OSError:
+            return False
+
+    def _suffixes(self) -> tuple[str, ...]:
+        suffix = self.conf.get("source_suffix")
+        if isinstance(suffix, str):
+            found = [suffix]
+        elif isinstance(suffix, (list, tuple, dict)):
+            found = [str(s) for s in suffix]
+        else:
+            found = [".rst"]
+        if self.myst and ".md" not in found:
+            found.append(".md")
+        return tuple(s if s.startswith(".") else f".{s}" for s in found)
+
+    @property
+    def pages(self) -> tuple[str, ...]:  # type: ignore[override]
+        return tuple(f"*{suffix}" for suffix in self.suffixes)
+
+    @property
+    def partials(self) -> tuple[str, ...]:  # type: ignore[override]
+        patterns = self.conf.get("exclude_patterns")
+        own = [str(p) for p in patterns] if isinstance(patterns, (list, tuple)) else []
+        return (*_ALWAYS_EXCLUDED, *own)
+
+    def dialect_for(self, site_path: str) -> Dialect:
+        return Dialect(anchors=DOCUTILS)
+
+    def route(self, site_path: str, front_matter: Mapping[str, Any]) -> str:
+        stem = next((site_path[: -len(s)] for s in self.suffixes if site_path.endswith(s)), site_path)
+        return stem + self.page_suffix
+
+    def split(self, site_path: str, text: str) -> tuple[str, dict[str, Any]]:
+        """reStructuredText has no front matter: a leading `---` is a title's overline."""
+        return super().split(site_path, text) if site_path.endswith(".md") else (text, {})
+
+    def prepare(self, body: str, includes: Includes) -> str:
+        if includes.page.endswith(".md"):
+            return myst_markdown(body)
+        return rst_markdown(body, includes.page, includes, "")
+
+    def fallback_title(self, site_path: str, front_matter: Mapping[str, Any]) -> str:
+        return posixpath.splitext(posixpath.basename(site_path))[0].replace("_", " ").replace("-", " ")
+
+
+# --- MyST Markdown -------------------------------------------------------------------------
+
+_FENCE = re.compile(
+    r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:.+-]+)\}[ \t]*(?P<argument>[^\n]*)\n"
+    r"(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+_OPTION = re.compile(r"\A(?:[ \t]*:[\w-]+:[^\n]*\n)+")
+_MYST_ROLE = re.compile(r"\{(?P<name>[\w:.+-]+)\}`(?P<text>[^`]+)`")
+_LABEL = re.compile(r"^\([\w.:-]+\)=[ \t]*$\n?", re.MULTILINE)
+_MYST_CODE = {"code-block", "code", "sourcecode", "code-cell"}
+_MYST_ADMONITIONS = {
+    "note", "warning", "tip", "important", "hint", "caution", "danger", "error", "attention",
+    "seealso", "admonition", "versionadded", "versionchanged", "deprecated",
+}  # fmt: skip
+
+
+def myst_markdown(body: str) -> str:
+    """MyST's directives and roles as Markdown: ```{code-block} py as a code fence, ```{note} as a
+    quoted note, ```{toctree} and autodoc gone, {ref}`text <x>` as its text, `(label)=` gone."""
+    body = _LABEL.sub("", body)
+    body = _FENCE.sub(_directive, body)
+    return _MYST_ROLE.sub(_myst_role, body)
+
+
+def _directive(match: re.Match[str]) -> str:
+    name = match["name"].rsplit(":", 1)[-1]
+    text = _OPTION.sub("", match["body"], count=1)
+    argument = match["argument"].strip()
+    if name in _MYST_CODE:
+        return code_fence(text, argument)
+    if name in _MYST_ADMONITIONS:
+        title = argument if name == "admonition" else name.replace("seealso", "see also").capitalize()
+        inner = myst_markdown(text).strip("\n")
+        lines = inner.split("\n") if inner else []
+        first = f"**{title}:** {lines[0]}" if lines else f"**{title}**"
+        quoted = [first, *lines[1:]]
+        return "\n".join(match["indent"] + ("> " + line if line else ">") for line in quoted)
+    if name in {"toctree", "contents", "index"} or name.startswith("auto"):
+        return ""
+    return myst_markdown(text)  # any other directive: its content
+
+
+def _myst_role(match: re.Match[str]) -> str:
+    text = match["text"]
+    explicit = re.match(r"^(.+?)\s*<(.*?)>$", text)
+    shown = explicit.group(1) if explicit else text.lstrip("!~").rsplit(".", 1)[-1] if text.startswith("~") else text
+    name = match["name"].rsplit(":", 1)[-1]
+    return (
+        f"`{shown}`"
+        if name in {"class", "func", "meth", "attr", "mod", "obj", "exc", "data", "const", "code"}
+        else shown
+    )

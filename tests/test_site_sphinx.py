@@ -1,0 +1,118 @@
+"""Sphinx sources as Sphinx publishes them (pgcite.ingest.sites.sphinx and rst.py): conf.py read
+and never run, reStructuredText through docutils with Sphinx's roles and directives, includes
+bounded, MyST pages, routes and section ids. tests/sites/sphinx/ is a small project written for
+these tests; then an ingest and a search against the real database and model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from docutils import nodes
+from docutils.core import publish_doctree
+from tests.test_sites import read_site, text
+
+from pgcite.config import Settings
+from pgcite.ingest.flow import ingest, open_location
+from pgcite.ingest.sites import join_url
+from pgcite.ingest.sites.sphinx import read_conf
+from pgcite.retrieval.search import search
+from pgcite.store import Store
+
+PROJECT = Path(__file__).parent / "sites" / "sphinx"
+BASE = "https://gearbox.readthedocs.io/en/latest/"
+
+
+def test_conf_py_is_read_not_run_and_says_the_pages_the_base_url_and_the_language() -> None:
+    conf = read_conf((PROJECT / "conf.py").read_text())
+    # `release = __import__("gearbox")...` would fail if run: computed values are left out.
+    assert conf["project"] == "Gearbox" and "release" not in conf
+    site, pages = read_site(PROJECT)
+    assert site.name == "sphinx" and site.base_url == BASE and site.languages == ("en",)
+    # exclude_patterns leave the includes and drafts out; myst_parser makes .md pages too.
+    assert set(pages) == {"index.rst", "guide/install.rst", "guide/tuning.rst", "guide/faq.md"}
+    assert pages["guide/tuning.rst"].route == "guide/tuning.html" and pages["guide/faq.md"].route == "guide/faq.html"
+    assert join_url(BASE, pages["guide/tuning.rst"].route, "spin-rate") == f"{BASE}guide/tuning.html#spin-rate"
+
+
+def test_a_conf_py_that_is_not_sphinxs_is_not_taken_for_it(tmp_path: Path) -> None:
+    (tmp_path / "conf.py").write_text("import os\nprint(os.getcwd())\n")
+    (tmp_path / "guide.md").write_text("# Guide\n\nText.\n")
+    site, pages = read_site(tmp_path)
+    assert site.name == "plain" and set(pages) == {"guide.md"}
+
+
+def test_sections_carry_the_ids_docutils_gives_them_which_sphinx_publishes() -> None:
+    _, pages = read_site(PROJECT)
+    page = pages["guide/tuning.rst"]
+    ours = [s.anchor for s in page.parsed.sections if s.anchor]
+    assert ours == ["spin-rate", "options", "spin-rate-1"]
+    # The same document through docutils with all its transforms, as Sphinx reads it.
+    published = publish_doctree(
+        (PROJECT / "guide" / "tuning.rst").read_text(), settings_overrides={"report_level": 5, "halt_level": 5}
+    )
+    ids = {i for section in published.findall(nodes.section) for i in section["ids"]}
+    assert set(ours) <= ids and page.title == "Tuning"
+
+
+def test_sphinx_roles_and_directives_read_as_a_reader_sees_them() -> None:
+    _, pages = read_site(PROJECT)
+    install, tuning = text(pages["guide/install.rst"]), text(pages["guide/tuning.rst"])
+    assert "Gearbox needs Python 3.11 and 2 GB of disk." in install  # `.. include::`
+    assert "then see tuning and `Box`." in install  # :ref: with a title, :class: with ~
+    assert "> **Note:** Gearbox does not run on Python 2." in install
+    assert "Changed in version 3.0: The `--force` flag was removed." in install
+    assert "Set the spin rate with `gearbox.Box.spin()`." in tuning  # :func: gets its ()
+    assert "> **Warning:** Never exceed 90 turns per second or the gearbox melts." in tuning
+    # literalinclude: the chosen lines, its language and caption.
+    assert "**Spinning a box**\n\n```python\nbox = gearbox.Box()\nbox.spin(rate=40)\n```" in tuning
+    assert "`Box.spin(rate: int = 40) -> None`\n\nSpin the box at *rate* turns per second." in tuning
+    assert "| `rate` | 40 | Turns per second. |" in tuning  # a simple table
+    assert "The table above lists every option." in tuning  # `only` keeps its content
+    # What a reader never sees: the toctree, and autodoc, reported as left out.
+    assert "maxdepth" not in text(pages["index.rst"]) and "guide/install" not in text(pages["index.rst"])
+    assert pages["guide/install.rst"].problems == (
+        "automodule gearbox.core: autodoc pulls docstrings from the code, which pgcite does not import: left out",
+    )
+    assert "members" not in install
+
+
+def test_myst_pages_read_their_directives_and_roles() -> None:
+    _, pages = read_site(PROJECT)
+    faq = pages["guide/faq.md"]
+    assert faq.title == "Frequently asked questions"
+    assert [s.anchor for s in faq.parsed.sections] == ["does-the-gearbox-need-cooling"]
+    body = text(faq)
+    assert "> **Note:** Only above 60 turns per second." in body
+    assert "Use a fan, as the tuning guide says; see `gearbox.Fan`." in body
+    assert "```python\nbox.cool(fan=True)\n```" in body
+    assert "(cooling)=" not in body and "toctree" not in body
+
+
+def test_an_include_outside_the_project_is_left_out_and_said(tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("password=hunter2\n")
+    project = tmp_path / "docs"
+    project.mkdir()
+    (project / "conf.py").write_text('project = "x"\n')
+    (project / "index.rst").write_text(
+        "Home\n====\n\n.. include:: ../secret.txt\n\n.. literalinclude:: /etc/passwd\n\nText.\n"
+    )
+    _, pages = read_site(project)
+    page = pages["index.rst"]
+    assert "hunter2" not in text(page) and "root:" not in text(page) and "Text." in text(page)
+    assert len(page.problems) == 2 and all("left out" in p for p in page.problems)
+
+
+def test_a_sphinx_project_is_searched_and_cited_with_its_published_links(
+    settings: Settings, embedder, tmp_path: Path
+) -> None:
+    with Store.open(settings) as store:
+        report = ingest(open_location(str(PROJECT), settings), source_name="gearbox", base_url="",
+                        settings=settings, store=store, embedder=embedder)
+    assert report.site == "sphinx" and report.new == 4 and report.base_url == BASE
+    assert report.problems == [
+        "guide/install.rst: automodule gearbox.core: autodoc pulls docstrings from the code, "
+        "which pgcite does not import: left out"
+    ]
+    with Store.open(settings, read_only=True) as store:
+        hits = search(store, embedder, "how fast can the gearbox spin before it melts?", k=3)
+    assert hits[0].url == f"{BASE}guide/tuning.html#spin-rate"
