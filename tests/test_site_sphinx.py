@@ -5,10 +5,13 @@ these tests; then an ingest and a search against the real database and model."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from pathlib import Path
 
-from docutils import nodes
-from docutils.core import publish_doctree
+import pytest
+
 from tests.test_sites import read_site, text
 
 from pgcite.config import Settings
@@ -41,17 +44,27 @@ def test_a_conf_py_that_is_not_sphinxs_is_not_taken_for_it(tmp_path: Path) -> No
     assert site.name == "plain" and set(pages) == {"guide.md"}
 
 
-def test_sections_carry_the_ids_docutils_gives_them_which_sphinx_publishes() -> None:
+def test_every_page_and_section_link_is_one_sphinx_itself_publishes(tmp_path: Path) -> None:
+    # Sphinx builds the project (its conf.py replaced by -D settings: the real one is not runnable
+    # here, by design); each page's route is a file it wrote, each anchor an id in that file.
+    built = tmp_path / "html"
+    subprocess.run(
+        [sys.executable, "-m", "sphinx", "-q", "-b", "html", "-C", "-D", "project=Gearbox", "-D",
+         "extensions=myst_parser", "-D", "exclude_patterns=_includes/*,drafts/*", str(PROJECT), str(built)],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
     _, pages = read_site(PROJECT)
-    page = pages["guide/tuning.rst"]
-    ours = [s.anchor for s in page.parsed.sections if s.anchor]
-    assert ours == ["spin-rate", "options", "spin-rate-1"]
-    # The same document through docutils with all its transforms, as Sphinx reads it.
-    published = publish_doctree(
-        (PROJECT / "guide" / "tuning.rst").read_text(), settings_overrides={"report_level": 5, "halt_level": 5}
-    )
-    ids = {i for section in published.findall(nodes.section) for i in section["ids"]}
-    assert set(ours) <= ids and page.title == "Tuning"
+    checked = 0
+    for page in pages.values():
+        html = (built / page.route).read_text()
+        ids = set(re.findall(r'id="([^"]+)"', html))
+        for section in page.parsed.sections:
+            if section.anchor:
+                assert section.anchor in ids, (page.route, section.anchor)
+                checked += 1
+    assert checked == 5
+    # A repeated title's section is id1, as Sphinx numbers it.
+    assert [s.anchor for s in pages["guide/tuning.rst"].parsed.sections if s.anchor] == ["spin-rate", "options", "id1"]
 
 
 def test_sphinx_roles_and_directives_read_as_a_reader_sees_them() -> None:
@@ -62,6 +75,7 @@ def test_sphinx_roles_and_directives_read_as_a_reader_sees_them() -> None:
     assert "> **Note:** Gearbox does not run on Python 2." in install
     assert "Changed in version 3.0: The `--force` flag was removed." in install
     assert "Set the spin rate with `gearbox.Box.spin()`." in tuning  # :func: gets its ()
+    assert "Several `Box`es can spin together." in tuning  # an escaped space is no space (nor a NUL)
     assert "> **Warning:** Never exceed 90 turns per second or the gearbox melts." in tuning
     # literalinclude: the chosen lines, its language and caption.
     assert "**Spinning a box**\n\n```python\nbox = gearbox.Box()\nbox.spin(rate=40)\n```" in tuning
@@ -116,3 +130,33 @@ def test_a_sphinx_project_is_searched_and_cited_with_its_published_links(
     with Store.open(settings, read_only=True) as store:
         hits = search(store, embedder, "how fast can the gearbox spin before it melts?", k=3)
     assert hits[0].url == f"{BASE}guide/tuning.html#spin-rate"
+
+
+@pytest.mark.parametrize(
+    "settings_file",
+    [
+        "version: 2\nsphinx:\n  configuration: docs/conf.py\n  builder: dirhtml\n",
+        "version: 2\nbuild:\n  commands:\n    - uv run sphinx-build -W -b dirhtml docs $READTHEDOCS_OUTPUT/html\n",
+    ],
+)
+def test_read_the_docs_settings_say_when_pages_are_folders(tmp_path: Path, settings_file: str) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".readthedocs.yaml").write_text(settings_file)
+    (tmp_path / ".env").write_text("SECRET=1\n")
+    docs = tmp_path / "docs"
+    (docs / "guide").mkdir(parents=True)
+    (docs / "conf.py").write_text('project = "x"\n')
+    (docs / "license.rst").write_text("License\n=======\n\nBSD.\n")  # not the project's root for all that
+    (docs / "index.rst").write_text("Home\n====\n\n.. include:: ../.env\n\nText.\n")
+    (docs / "guide" / "install.rst").write_text("Install\n=======\n\nText.\n")
+    (docs / "guide" / "index.rst").write_text("Guide\n=====\n\nText.\n")
+    _, pages = read_site(docs)
+    assert {p.route for p in pages.values()} == {"", "license/", "guide/", "guide/install/"}
+    assert "SECRET" not in text(pages["index.rst"])  # a hidden file that is not a site's settings
+
+
+def test_without_read_the_docs_settings_pages_are_html_files(tmp_path: Path) -> None:
+    (tmp_path / "conf.py").write_text('project = "x"\nhtml_file_suffix = ".htm"\n')
+    (tmp_path / "index.rst").write_text("Home\n====\n\nText.\n")
+    _, pages = read_site(tmp_path)
+    assert pages["index.rst"].route == "index.htm"

@@ -22,7 +22,6 @@ from pgcite.ingest.sources import (
     Skipped,
     Unchanged,
     dir_excluded,
-    is_excluded,
     one_line,
     oserror_reason,
     to_record,
@@ -37,19 +36,22 @@ PROJECT_LEVELS = 3
 
 
 def _project_root(folder: str) -> str:
-    """The nearest of `folder` and its PROJECT_LEVELS parents holding `.git` or a licence file,
-    else `folder` itself: where includes may be read from."""
-    candidate = folder
-    for _ in range(PROJECT_LEVELS + 1):
+    """The nearest of `folder` and its PROJECT_LEVELS parents holding `.git`, else the nearest
+    holding a licence file, else `folder` itself: where includes may be read from. `.git` first: a
+    docs folder may hold a licence page of its own (Flask's docs/license.rst)."""
+    chain = [folder]
+    while len(chain) <= PROJECT_LEVELS and os.path.dirname(chain[-1]) != chain[-1]:
+        chain.append(os.path.dirname(chain[-1]))
+    listings = []
+    for candidate in chain:
         try:
-            if any(_PROJECT_MARKERS.match(name) for name in os.listdir(candidate)):
-                return candidate
+            listings.append((candidate, os.listdir(candidate)))
         except OSError:
             break
-        parent = os.path.dirname(candidate)
-        if parent == candidate:
-            break
-        candidate = parent
+    for wanted in (lambda name: name == ".git", _PROJECT_MARKERS.match):
+        for candidate, names in listings:
+            if any(wanted(name) for name in names):
+                return candidate
     return folder
 
 
@@ -90,7 +92,7 @@ class FolderSource(Reader):
         if not self._inside(real, self.include_root):
             raise PermissionError(f"{path} is outside {self.include_root}")
         rel = os.path.relpath(real, self.include_root).replace(os.sep, "/")
-        if rel != "." and is_excluded(rel, self._unreadable):
+        if rel != "." and self.unreadable(rel):
             raise PermissionError(f"{path} is hidden or excluded")
         if not os.path.isfile(real):
             raise FileNotFoundError(f"{path} not found")

@@ -24,6 +24,7 @@ __all__ = [
     "BINARY_SNIFF_BYTES",
     "DEFAULT_EXCLUDE",
     "DEFAULT_INCLUDE",
+    "HIDDEN_CONFIGS",
     "Document",
     "Limits",
     "Reader",
@@ -83,6 +84,9 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 )
 
 BINARY_SNIFF_BYTES = 8192
+# Hidden files a site's configuration may be (`read` serves them; they are never pages): Read the
+# Docs' build settings, which say a Sphinx site's builder.
+HIDDEN_CONFIGS = frozenset({".readthedocs.yaml", ".readthedocs.yml"})
 
 
 class Source(Protocol):
@@ -261,6 +265,14 @@ class Reader:
         self.limits = limits
         self.others = 0
 
+    def unreadable(self, rel: str) -> bool:
+        """Whether `read` refuses `rel`: hidden or excluded, except a site's hidden configuration
+        file (HIDDEN_CONFIGS) outside hidden folders."""
+        if not is_excluded(rel, self._unreadable):
+            return False
+        folder, _, name = rel.rpartition("/")
+        return name not in HIDDEN_CONFIGS or (bool(folder) and is_excluded(folder, self._unreadable))
+
     def _wanted(self, rel: str) -> bool:
         """A page to read; a file that is neither a page nor excluded is counted in `others`."""
         if is_excluded(rel, self.exclude):
@@ -286,6 +298,6 @@ class Reader:
             else:
                 parts.append(part)
         member = "/".join(parts)
-        if not member or is_excluded(member, self._unreadable):
+        if not member or self.unreadable(member):
             raise PermissionError(f"{path} is hidden or excluded")
         return member

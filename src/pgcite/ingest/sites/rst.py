@@ -74,6 +74,7 @@ def rst_markdown(text: str, site_path: str, includes: Includes, source_dir: str)
     settings.warning_stream = io.StringIO()
     settings.file_insertion_enabled = False
     settings.raw_enabled = False
+    settings.auto_id_prefix = "id"  # Sphinx's: a repeated title's section is id1, id2 ...
     settings.pgcite = context = _Context(includes, source_dir, {site_path: 0})
     document = new_document(site_path, settings)
     with _sphinx_vocabulary():
@@ -425,7 +426,7 @@ class _Writer:
             caption = node.next_node(nodes.caption)
             return [self.inline(caption)] if caption is not None else []
         if isinstance(node, nodes.Text):
-            return [str(node).strip()]
+            return [node.astext().strip()]
         if isinstance(node, nodes.Element):
             return self.blocks(node, level)  # containers, compound, and what else holds blocks
         return []
@@ -457,7 +458,7 @@ class _Writer:
         parts: list[str] = []
         for child in node.children if isinstance(node, nodes.Element) else [node]:
             if isinstance(child, nodes.Text):
-                parts.append(str(child).replace("\n", " "))
+                parts.append(child.astext().replace("\n", " "))
             elif isinstance(child, (nodes.footnote_reference, nodes.system_message)):
                 continue
             elif isinstance(child, nodes.literal):

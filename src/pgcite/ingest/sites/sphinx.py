@@ -1,7 +1,8 @@
 """Sphinx: a folder with `conf.py` is read as Sphinx publishes it. conf.py is parsed, never run:
 its plain assignments say the pages' suffixes (`source_suffix`, MyST Markdown where `myst_parser`
 is among the `extensions`), what is left out (`exclude_patterns`), the base URL (`html_baseurl`),
-the page suffix (`html_file_suffix`) and the language. reStructuredText goes through docutils
+the page suffix (`html_file_suffix`) and the language; Read the Docs' `.readthedocs.yaml` says
+whether it is built as `dirhtml` (`guide/install/`). reStructuredText goes through docutils
 (rst.py); pages route `guide/install.rst` -> `guide/install.html`; sections are anchored by the
 ids docutils makes, which are the ids in Sphinx's HTML."""
 
@@ -13,9 +14,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import yaml
 from docutils.nodes import make_id
 
-from pgcite.ingest.anchors import GITHUB, AnchorRule
+from pgcite.ingest.anchors import AnchorRule
 from pgcite.ingest.markdown import Dialect
 from pgcite.ingest.sites.base import Files, Includes, Site, code_fence
 from pgcite.ingest.sites.languages import language_tag
@@ -23,12 +25,23 @@ from pgcite.ingest.sites.rst import rst_markdown
 
 __all__ = ["Sphinx", "read_conf"]
 
-# docutils' ids: ASCII lower case, other characters to `-`; a repeated one gets -1, -2.
-DOCUTILS = AnchorRule(make_id, GITHUB.unique)
+
+def _numbered(slug: str, used: set[str]) -> str:
+    """The id Sphinx gives a section whose id is taken (or empty): id1, id2 ..."""
+    candidate, n = slug, 1
+    while candidate in used or not candidate:
+        candidate, n = f"id{n}", n + 1
+    used.add(candidate)
+    return candidate
+
+
+# docutils' ids as Sphinx sets them up: ASCII lower case, other characters to `-`; id1 for a repeat.
+DOCUTILS = AnchorRule(make_id, _numbered)
 _SPHINX_NAMES = {
     "project", "extensions", "html_theme", "master_doc", "root_doc", "source_suffix", "html_baseurl",
     "release", "exclude_patterns", "templates_path", "html_static_path", "intersphinx_mapping",
 }  # fmt: skip
+_BUILD_COMMAND = re.compile(r"sphinx-build\b.*?\s-[bM]\s*(\w+)")
 _ALWAYS_EXCLUDED = ("_build/**", "**/_build/**", "Thumbs.db", ".DS_Store", "**/_templates/**")
 
 
@@ -70,6 +83,7 @@ class Sphinx(Site):
         self.suffixes = self._suffixes()
         self.base_url = str(self.conf.get("html_baseurl") or "")
         self.page_suffix = str(self.conf.get("html_file_suffix") or ".html")
+        self.dirhtml = self._builder() == "dirhtml"
         if tag := language_tag(self.conf.get("language")):
             self.languages, self.default_language = (tag,), tag
 
@@ -82,6 +96,30 @@ class Sphinx(Site):
             return bool(_SPHINX_NAMES & set(read_conf(files.read("conf.py"))))
         except OSError:
             return False
+
+    def _builder(self) -> str:
+        """The builder Read the Docs runs (`sphinx: builder:` in .readthedocs.yaml, here or in the
+        folders above, up to the project's root); "html" when none says."""
+        for up in ("", "../", "../../"):
+            for name in (".readthedocs.yaml", ".readthedocs.yml"):
+                try:
+                    settings = yaml.safe_load(self.files.read(up + name))
+                except (OSError, yaml.YAMLError):
+                    continue
+                if not isinstance(settings, dict):
+                    return "html"
+                sphinx = settings.get("sphinx")
+                if isinstance(sphinx, dict) and sphinx.get("builder"):
+                    return str(sphinx["builder"])
+                # Or its own build commands: `sphinx-build -b dirhtml docs ...`.
+                commands = (
+                    (settings.get("build") or {}).get("commands") if isinstance(settings.get("build"), dict) else None
+                )
+                for command in commands if isinstance(commands, list) else []:
+                    if found := _BUILD_COMMAND.search(str(command)):
+                        return found.group(1)
+                return "html"
+        return "html"
 
     def _suffixes(self) -> tuple[str, ...]:
         suffix = self.conf.get("source_suffix")
@@ -110,7 +148,10 @@ class Sphinx(Site):
 
     def route(self, site_path: str, front_matter: Mapping[str, Any]) -> str:
         stem = next((site_path[: -len(s)] for s in self.suffixes if site_path.endswith(s)), site_path)
-        return stem + self.page_suffix
+        if not self.dirhtml:
+            return stem + self.page_suffix
+        folder = stem[: -len("index")] if stem == "index" or stem.endswith("/index") else stem + "/"
+        return folder  # dirhtml: guide/install/, guide/index -> guide/
 
     def split(self, site_path: str, text: str) -> tuple[str, dict[str, Any]]:
         """reStructuredText has no front matter: a leading `---` is a title's overline."""
