@@ -44,15 +44,21 @@ def test_a_conf_py_that_is_not_sphinxs_is_not_taken_for_it(tmp_path: Path) -> No
     assert site.name == "plain" and set(pages) == {"guide.md"}
 
 
-def test_every_page_and_section_link_is_one_sphinx_itself_publishes(tmp_path: Path) -> None:
-    # Sphinx builds the project (its conf.py replaced by -D settings: the real one is not runnable
-    # here, by design); each page's route is a file it wrote, each anchor an id in that file.
-    built = tmp_path / "html"
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project built to HTML by Sphinx itself (its conf.py replaced by -D settings: the real one
+    is not runnable, by design)."""
+    out = tmp_path_factory.mktemp("sphinx") / "html"
     subprocess.run(
         [sys.executable, "-m", "sphinx", "-q", "-b", "html", "-C", "-D", "project=Gearbox", "-D",
-         "extensions=myst_parser", "-D", "exclude_patterns=_includes/*,drafts/*", str(PROJECT), str(built)],
+         "extensions=myst_parser", "-D", "exclude_patterns=_includes/*,drafts/*", str(PROJECT), str(out)],
         check=True, capture_output=True, timeout=120,
     )  # fmt: skip
+    return out
+
+
+def test_every_page_and_section_link_is_one_sphinx_itself_publishes(built: Path) -> None:
+    # Each page's route is a file Sphinx wrote, each anchor an id in that file.
     _, pages = read_site(PROJECT)
     checked = 0
     for page in pages.values():
@@ -63,7 +69,8 @@ def test_every_page_and_section_link_is_one_sphinx_itself_publishes(tmp_path: Pa
                 assert section.anchor in ids, (page.route, section.anchor)
                 checked += 1
     assert checked == 5
-    # A repeated title's section is id1, as Sphinx numbers it.
+    # A repeated title's section is id1, as Sphinx numbers it; a label named as its title's id
+    # (`.. _installing-gearbox:`) does not move the id the page links it by.
     assert [s.anchor for s in pages["guide/tuning.rst"].parsed.sections if s.anchor] == ["spin-rate", "options", "id1"]
 
 
@@ -94,7 +101,7 @@ def test_myst_pages_read_their_directives_and_roles() -> None:
     _, pages = read_site(PROJECT)
     faq = pages["guide/faq.md"]
     assert faq.title == "Frequently asked questions"
-    assert [s.anchor for s in faq.parsed.sections] == ["does-the-gearbox-need-cooling"]
+    assert [s.anchor for s in faq.parsed.sections] == ["cooling"]  # its label, as Sphinx links it
     body = text(faq)
     assert "> **Note:** Only above 60 turns per second." in body
     assert "Use a fan, as the tuning guide says; see `gearbox.Fan`." in body
@@ -160,3 +167,23 @@ def test_without_read_the_docs_settings_pages_are_html_files(tmp_path: Path) -> 
     (tmp_path / "index.rst").write_text("Home\n====\n\nText.\n")
     _, pages = read_site(tmp_path)
     assert pages["index.rst"].route == "index.htm"
+
+
+def test_the_built_html_reads_as_its_sources(built: Path) -> None:
+    """The same site from Sphinx's HTML: the same pages at the same links, the same sections, the
+    same words, and nothing of the theme's navigation, search box or footer."""
+    _, sources = read_site(PROJECT)
+    site, published = read_site(built)
+    assert site.name == "html"
+    # The home page is linked as the folder it is served from ("" for index.html); the rest alike.
+    by_route = {p.route or "index.html": p for p in published.values()}
+    assert set(by_route) == {p.route for p in sources.values()}
+    for page in sources.values():
+        html = by_route[page.route]
+        assert html.title == page.title
+        assert [s.anchor for s in html.parsed.sections] == [s.anchor for s in page.parsed.sections], page.route
+    tuning = text(by_route["guide/tuning.html"])
+    assert "**Warning**\n\nNever exceed 90 turns per second or the gearbox melts." in tuning  # a note keeps its title
+    assert "```python\nbox = gearbox.Box()" in tuning
+    chrome = ("Navigation", "Quick search", "Related Topics", "Powered by", "Show Source", "¶")
+    assert not [(p.route, w) for p in published.values() for w in chrome if w in text(p)]

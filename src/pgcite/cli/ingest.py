@@ -105,8 +105,8 @@ def ingest(
         typer.Option(
             "--site",
             callback=_site_name,
-            help="The site generator: vitepress, mkdocs, docusaurus, mdbook, hugo, starlight, sphinx, openapi or plain "
-            "(default: detected).",
+            help="The site generator: vitepress, mkdocs, docusaurus, mdbook, hugo, starlight, sphinx, openapi, "
+            "html or plain (default: detected).",
         ),
     ] = None,
     route_base: Annotated[

@@ -12,6 +12,7 @@ from pgcite.ingest.folder import FolderSource
 from pgcite.ingest.sites.api_reference import ApiReference
 from pgcite.ingest.sites.base import Files, Page, Site, join_url
 from pgcite.ingest.sites.docusaurus import Docusaurus
+from pgcite.ingest.sites.html import PublishedHtml
 from pgcite.ingest.sites.hugo import Hugo
 from pgcite.ingest.sites.mdbook import MdBook
 from pgcite.ingest.sites.mkdocs import MkDocs
@@ -24,7 +25,8 @@ from pgcite.ingest.sources import Source
 __all__ = ["SITES", "Page", "Site", "detect", "join_url", "levels_above"]
 
 SITES: dict[str, type[Site]] = {
-    cls.name: cls for cls in (VitePress, MkDocs, Docusaurus, MdBook, Hugo, Starlight, Sphinx, ApiReference, Plain)
+    cls.name: cls
+    for cls in (VitePress, MkDocs, Docusaurus, MdBook, Hugo, Starlight, Sphinx, ApiReference, PublishedHtml, Plain)
 }
 # How far above the ingested folder a site's configuration is looked for ("docs/en/docs" -> "docs/en");
 # further for generators whose pages lie deeper (Starlight's src/content/docs/fr, Docusaurus's

@@ -377,7 +377,7 @@ class _Writer:
         if isinstance(node, nodes.section):
             title = node.next_node(nodes.title)
             heading = self.inline(title) if title is not None else ""
-            anchor = f" {{#{node['ids'][0]}}}" if node["ids"] else ""
+            anchor = f" {{#{self.section_id(node, heading)}}}" if node["ids"] else ""
             body = [c for c in node.children if not isinstance(c, nodes.title)]
             return [f"{'#' * min(level, 6)} {heading}{anchor}", *[b for c in body for b in self.block(c, level + 1)]]
         if isinstance(node, (nodes.paragraph, nodes.rubric)):
@@ -430,6 +430,12 @@ class _Writer:
         if isinstance(node, nodes.Element):
             return self.blocks(node, level)  # containers, compound, and what else holds blocks
         return []
+
+    def section_id(self, node: nodes.section, heading: str) -> str:
+        """The id Sphinx's HTML links the section by: its title's, even where a label of the same
+        name took that id first (`.. _url-building:` over "URL Building"), else the one it got."""
+        own = nodes.make_id(heading)
+        return own if isinstance(self.document.ids.get(own), nodes.target) else str(node["ids"][0])
 
     def list_items(self, node: nodes.Element) -> str:
         items = []

@@ -175,6 +175,10 @@ _FENCE = re.compile(
 )
 _OPTION = re.compile(r"\A(?:[ \t]*:[\w-]+:[^\n]*\n)+")
 _MYST_ROLE = re.compile(r"\{(?P<name>[\w:.+-]+)\}`(?P<text>[^`]+)`")
+# `(label)=` over a heading: the label is the id Sphinx's HTML links the section by.
+_LABELLED_HEADING = re.compile(
+    r"^\((?P<label>[\w.:-]+)\)=[ \t]*\n(?:[ \t]*\n)*(?P<heading>#{1,6}[ \t][^\n]*)$", re.MULTILINE
+)
 _LABEL = re.compile(r"^\([\w.:-]+\)=[ \t]*$\n?", re.MULTILINE)
 _MYST_CODE = {"code-block", "code", "sourcecode", "code-cell"}
 _MYST_ADMONITIONS = {
@@ -185,7 +189,9 @@ _MYST_ADMONITIONS = {
 
 def myst_markdown(body: str) -> str:
     """MyST's directives and roles as Markdown: ```{code-block} py as a code fence, ```{note} as a
-    quoted note, ```{toctree} and autodoc gone, {ref}`text <x>` as its text, `(label)=` gone."""
+    quoted note, ```{toctree} and autodoc gone, {ref}`text <x>` as its text, `(label)=` the id of
+    the heading under it (else gone)."""
+    body = _LABELLED_HEADING.sub(lambda m: f"{m['heading'].rstrip()} {{#{make_id(m['label'])}}}", body)
     body = _LABEL.sub("", body)
     body = _FENCE.sub(_directive, body)
     return _MYST_ROLE.sub(_myst_role, body)
