@@ -44,17 +44,20 @@ def test_a_conf_py_that_is_not_sphinxs_is_not_taken_for_it(tmp_path: Path) -> No
     assert site.name == "plain" and set(pages) == {"guide.md"}
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def build_html(out: Path) -> Path:
     """The project built to HTML by Sphinx itself (its conf.py replaced by -D settings: the real one
     is not runnable, by design)."""
-    out = tmp_path_factory.mktemp("sphinx") / "html"
     subprocess.run(
         [sys.executable, "-m", "sphinx", "-q", "-b", "html", "-C", "-D", "project=Gearbox", "-D",
          "extensions=myst_parser", "-D", "exclude_patterns=_includes/*,drafts/*", str(PROJECT), str(out)],
         check=True, capture_output=True, timeout=120,
     )  # fmt: skip
     return out
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_html(tmp_path_factory.mktemp("sphinx") / "html")
 
 
 def test_every_page_and_section_link_is_one_sphinx_itself_publishes(built: Path) -> None:

@@ -78,7 +78,12 @@ class _Progress:
 
 
 def ingest(
-    location: Annotated[str, typer.Argument(help="A folder, a .zip file, s3://bucket/prefix, or an OpenAPI file.")],
+    location: Annotated[
+        str,
+        typer.Argument(
+            help="A folder, a .zip file, s3://bucket/prefix, an OpenAPI file, or a site's https:// address."
+        ),
+    ],
     source: Annotated[
         str | None, typer.Option("--source", help="Name of the source (default: from the location).")
     ] = None,

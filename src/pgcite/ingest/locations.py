@@ -1,5 +1,5 @@
-"""From what the user typed (a folder path, a .zip file or s3://bucket/prefix) to the source that
-reads it."""
+"""From what the user typed (a folder path, a .zip file, an OpenAPI file, s3://bucket/prefix or a
+site's https:// address) to the source that reads it."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pgcite.errors import SourceError
+from pgcite.ingest.crawl import WebSource, is_url
 from pgcite.ingest.folder import FolderSource
 from pgcite.ingest.s3 import S3Source
 from pgcite.ingest.sources import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, Limits, Source, one_line
@@ -19,8 +20,8 @@ API_FILES = (".yaml", ".yml", ".json")  # a file given alone is read as an OpenA
 
 
 def is_remote(location: str) -> bool:
-    """An S3 location rather than a path on this machine."""
-    return location.startswith("s3://")
+    """An S3 location or a web address rather than a path on this machine."""
+    return location.startswith("s3://") or is_url(location)
 
 
 def open_source(
@@ -33,6 +34,8 @@ def open_source(
 ) -> Source:
     """Pick the source type from what the user typed."""
     kw: dict[str, Any] = {"exclude": exclude, "include": include, "limits": limits}
+    if is_url(location):
+        return WebSource(location, **kw)
     if is_remote(location):
         return S3Source(location, **kw)
     if location.lower().endswith(".zip") and os.path.isfile(location):
@@ -49,6 +52,6 @@ def open_source(
     raise SourceError(
         one_line(
             f"no such folder, .zip file or s3:// location: {location}: "
-            "give a folder path, a .zip file, an OpenAPI document or s3://bucket/prefix"
+            "give a folder path, a .zip file, an OpenAPI document, s3://bucket/prefix or a site's https:// address"
         )
     )

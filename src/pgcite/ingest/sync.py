@@ -17,7 +17,7 @@ PULL_TIMEOUT = 120  # seconds
 def check_watchable(location: str) -> None:
     if is_remote(location):
         raise PgciteError(
-            "--watch reads a folder or a .zip; keep an S3 source in step with the server's schedule "
+            "--watch reads a folder or a .zip; keep an S3 or web source in step with the server's schedule "
             "(`pgcite sources schedule NAME 15m`) or POST /v1/sources/NAME/sync"
         )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import posixpath
 
 from pgcite.errors import SourceError
+from pgcite.ingest.crawl import WebSource
 from pgcite.ingest.folder import FolderSource
 from pgcite.ingest.sites.api_reference import ApiReference
 from pgcite.ingest.sites.base import Files, Page, Site, join_url
@@ -43,6 +44,12 @@ def detect(source: Source, forced: str | None = None, *, route_base: str | None 
     above it (a folder source pointed at the docs folder inside a site); `forced` names one."""
     if forced is not None and forced not in SITES:
         raise SourceError(f"unknown site generator {forced!r}; use one of {', '.join(SITES)}")
+    if isinstance(source, WebSource):  # a site read as it is served
+        if forced not in (None, PublishedHtml.name):
+            raise SourceError(f"{source.location} is read as published HTML: leave out --site {forced}")
+        published = PublishedHtml(Files(source))
+        published.base_url = source.root
+        return published
     folder = source if isinstance(source, FolderSource) else None
     if folder and folder.single:
         if forced not in (None, ApiReference.name):
