@@ -22,7 +22,7 @@ from tests.test_sites import read_site
 from pgcite.config import Settings
 from pgcite.core import Pgcite
 from pgcite.errors import SourceError
-from pgcite.ingest.crawl import CrawlSettings, WebSource
+from pgcite.ingest.crawl import CrawlSettings, WebSource, _Pace
 from pgcite.ingest.flow import open_location
 from pgcite.ingest.sites import detect
 from pgcite.ingest.sources import Document, Skipped, Unchanged
@@ -209,3 +209,16 @@ def test_a_page_met_again_sends_its_stamp_and_a_304_costs_nothing(served: Site) 
 def test_max_pages_bounds_a_crawl(served: Site) -> None:
     _, _, items = crawl(served.url, max_pages=2)
     assert len(items) == 2
+
+
+def test_a_site_that_says_too_many_is_asked_half_as_often_until_it_answers_again() -> None:
+    pace = _Pace(0.1)
+    pace.slow_down()
+    pace.slow_down()
+    assert pace.interval == pytest.approx(0.4)
+    for _ in range(20):
+        pace.answered()
+    assert pace.interval == pytest.approx(0.1)  # never faster than the floor
+    pace.at_least(2.0)  # robots.txt's Crawl-delay
+    pace.answered()
+    assert pace.interval == pace.floor == 2.0

@@ -6,9 +6,10 @@ URL's path, on its host, that robots.txt lets `pgcite` read and `--exclude` does
 start page's language. A page whose canonical URL is another page's is read once, under that URL.
 
 How: a few requests at once (`concurrency`), at least `delay` seconds apart (robots.txt's
-Crawl-delay when longer), a 429 or 503 waited out as Retry-After says; each page at most
-`max_file_bytes`, at most 5 redirects, all within the start URL. Each page's stamp is its ETag or
-Last-Modified, so a scan given the stamps sends conditional requests: a 304 is `Unchanged`.
+Crawl-delay when longer), a 429 or 503 waited out as Retry-After says and the pace halved (a tenth
+regained with each answer); each page at most `max_file_bytes`, at most 5 redirects, all within
+the start URL. Each page's stamp is its ETag or Last-Modified, so a scan given the stamps sends
+conditional requests: a 304 is `Unchanged`.
 
 A page's path is its URL relative to the start URL (`install.html`, `guide/index.html` for
 `guide/`), which the html site routes back to the URL it came from."""
@@ -58,10 +59,24 @@ class CrawlSettings:
 
 
 class _Pace:
-    """Request starts spaced `interval` seconds apart, across threads."""
+    """Request starts spaced at least `floor` seconds apart, across threads; a site that says
+    "too many" is asked half as often, and each answer it gives brings the pace back a tenth."""
 
-    def __init__(self, interval: float) -> None:
-        self.interval, self._next, self._lock = interval, 0.0, threading.Lock()
+    def __init__(self, floor: float) -> None:
+        self.floor = self.interval = floor
+        self._next, self._lock = 0.0, threading.Lock()
+
+    def at_least(self, seconds: float) -> None:
+        with self._lock:
+            self.floor = self.interval = max(self.floor, seconds)
+
+    def slow_down(self) -> None:
+        with self._lock:
+            self.interval = min(max(self.interval * 2, 0.05), 10.0)  # at least one request every 10 s
+
+    def answered(self) -> None:
+        with self._lock:
+            self.interval = max(self.floor, self.interval * 0.9)
 
     def wait(self) -> None:
         with self._lock:
@@ -191,7 +206,7 @@ class WebSource(Reader):
             self.robots.parse(response.text.splitlines() if response.status_code == 200 else [])
         delay = self.robots.crawl_delay(ROBOTS_AGENT)
         if delay:
-            self._pace.interval = max(self._pace.interval, min(float(delay), MAX_WAIT))
+            self._pace.at_least(min(float(delay), MAX_WAIT))
 
     def _sitemap_urls(self) -> list[str]:
         parts = urlsplit(self.root)
@@ -262,8 +277,10 @@ class WebSource(Reader):
                     wait_for = _retry_after(response.headers.get("Retry-After"))
                     if response.status_code in (429, 503) and retries < MAX_RETRIES and wait_for <= MAX_WAIT:
                         retries += 1
+                        self._pace.slow_down()
                         time.sleep(wait_for)  # as the site asks
                         continue
+                    self._pace.answered()
                     if response.status_code not in _REDIRECTS:
                         return self._record(path, url, response, body, stamp)
                     target = urldefrag(urljoin(url, response.headers.get("Location", "")))[0]
