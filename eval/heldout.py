@@ -4,6 +4,7 @@
     .venv/bin/python eval/heldout.py --half tune --sites fastapi,hugo --show-missed
     .venv/bin/python eval/heldout.py --fail-under refused_unanswerable=0.5 --fail-under-worst hit@3=0.5
     .venv/bin/python eval/heldout.py --half tune --set pgcite.store.search_sql.PAGE_WEIGHT=0.3   # try a value
+    .venv/bin/python eval/heldout.py --sites marten --published marten=/tmp/marten-html   # sources vs built HTML
 
 Sites are listed in eval/heldout/sites.json and read from ../shared/corpora (or --corpora); a site
 whose corpus is absent is skipped with a message. Each is ingested as a new user would (the options
@@ -11,14 +12,25 @@ in sites.json only say where the pages are or what the site publishes), into PGC
 configured database; an unchanged corpus is not read again. Then each half's questions are searched
 and asked with every default. The sealed half is reported as totals only, whatever is asked: while
 a change is being tuned, nobody reads which sealed question it wins or loses.
---fail-under bars apply to the pooled value of each half, --fail-under-worst to the worst site."""
+--fail-under bars apply to the pooled value of each half, --fail-under-worst to the worst site.
+
+--published SITE=FOLDER also reads SITE as its readers get it: FOLDER (the site built to HTML by its
+generator) is served on loopback and crawled by URL into the source SITE-html, the sources are read
+with that same base URL, and each gold page is moved to the crawled page at the sources' URL for it;
+both are measured, side by side, with the same questions."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import importlib
 import json
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -27,7 +39,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 from pgcite.config import load_settings  # noqa: E402
 from pgcite.core import Pgcite  # noqa: E402
 from pgcite.evaluation.metrics import Report, evaluate, parse_bar  # noqa: E402
-from pgcite.evaluation.questions import load_questions  # noqa: E402
+from pgcite.evaluation.questions import Gold, Question, load_questions  # noqa: E402
 from pgcite.evaluation.runs import run_answers, run_searches  # noqa: E402
 
 HALVES = ("tune", "sealed")
@@ -50,12 +62,53 @@ def worst(reports: dict[str, Report], metric: str) -> tuple[float | None, str]:
     return min(values) if values else (None, "")
 
 
-def measure(app: Pgcite, questions_file: Path, source: str, sealed: bool) -> Report:
+def measure(app: Pgcite, questions_file: Path, source: str, sealed: bool,
+            moved: dict[str, str] | None = None) -> Report:
+    """`moved`: gold pages read under other paths (a source page's path -> the crawled page's)."""
     questions = load_questions(questions_file)
+    if moved is not None:
+        questions = [moved_gold(q, moved) for q in questions]
     # Searched as `ask` orders its sections: by the reader too, when it is on.
     report = evaluate(questions, run_searches(questions, app, k=3, source=source, rerank=True),
                       run_answers(questions, app, source=source))
     return report.totals_only() if sealed else report
+
+
+def moved_gold(question: Question, moved: dict[str, str]) -> Question:
+    gold = tuple(Gold(moved.get(g.path, f"(not crawled) {g.path}"), g.heading) for g in question.gold)
+    return dataclasses.replace(question, gold=gold)
+
+
+@contextmanager
+def served(folder: Path) -> Iterator[str]:
+    """`folder` on a loopback HTTP server, as a host serves a built site; its address."""
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+
+
+def page_key(url: str, base: str) -> str:
+    """A page's URL as both readings name it: `guide/install` for guide/install.html, guide/install/
+    and guide/install/index.html alike."""
+    path = url.split("#")[0].removeprefix(base).removesuffix(".html").removesuffix("index")
+    return path.strip("/")
+
+
+def crawled_paths(app: Pgcite, source: str, crawled: str, base: str) -> dict[str, str]:
+    """Each page of `source`'s path -> the path of the page of `crawled` at the same URL."""
+    with app.reader() as store:
+        rows = store.conn.execute("SELECT source, path, url FROM documents WHERE source IN (%s, %s)",
+                                  (source, crawled)).fetchall()
+    at = {page_key(url, base): path for name, path, url in rows if name == crawled}
+    return {path: at[page_key(url, base)] for name, path, url in rows
+            if name == source and page_key(url, base) in at}
 
 
 def fmt(value: float | None) -> str:
@@ -89,6 +142,8 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object: every site's metrics per half")
     parser.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=VALUE",
                         help="try another value of a module constant (a number) for this run")
+    parser.add_argument("--published", action="append", default=[], metavar="SITE=FOLDER",
+                        help="also crawl SITE built to HTML in FOLDER, served on loopback, and measure both")
     parser.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE")
     parser.add_argument("--fail-under-worst", action="append", default=[], metavar="METRIC=VALUE")
     args = parser.parse_args()
@@ -105,18 +160,30 @@ def main() -> int:
         sites = [s for s in sites if s["name"] in wanted]
     halves = list(HALVES) if args.half == "both" else [args.half]
     corpora = Path(args.corpora)
+    published = dict(text.partition("=")[::2] for text in args.published)
     results: dict[str, dict[str, Report]] = {h: {} for h in halves}
     with Pgcite(load_settings()) as app:
         for site in sites:
-            folder = corpora / site["corpus"]
+            folder, name = corpora / site["corpus"], site["name"]
             if not folder.is_dir():
-                print(f"skipped {site['name']}: {folder} is absent", file=sys.stderr)
+                print(f"skipped {name}: {folder} is absent", file=sys.stderr)
                 continue
-            report = app.ingest(str(folder), source=site["name"], **site.get("options", {}))
-            print(f"{site['name']}: {report.summary()}", file=sys.stderr)
-            for half in halves:
-                results[half][site["name"]] = measure(app, HERE / "heldout" / f"{site['name']}.{half}.jsonl",
-                                                      site["name"], sealed=half == "sealed")
+            questions = {half: HERE / "heldout" / f"{name}.{half}.jsonl" for half in halves}
+            if name not in published:
+                report = app.ingest(str(folder), source=name, **site.get("options", {}))
+                print(f"{name}: {report.summary()}", file=sys.stderr)
+                for half in halves:
+                    results[half][name] = measure(app, questions[half], name, sealed=half == "sealed")
+                continue
+            with served(Path(published[name])) as base:
+                options = {**site.get("options", {}), "base_url": base}
+                print(f"{name}: {app.ingest(str(folder), source=name, **options).summary()}", file=sys.stderr)
+                print(f"{name}-html: {app.ingest(base, source=f'{name}-html').summary()}", file=sys.stderr)
+                moved = crawled_paths(app, name, f"{name}-html", base)
+                for half in halves:
+                    results[half][name] = measure(app, questions[half], name, sealed=half == "sealed")
+                    results[half][f"{name}-html"] = measure(app, questions[half], f"{name}-html",
+                                                            sealed=half == "sealed", moved=moved)
     if not any(results.values()):
         print("no held-out site was measured: no corpus found in " + str(corpora))
         return 0

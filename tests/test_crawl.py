@@ -222,3 +222,18 @@ def test_a_site_that_says_too_many_is_asked_half_as_often_until_it_answers_again
     pace.at_least(2.0)  # robots.txt's Crawl-delay
     pace.answered()
     assert pace.interval == pace.floor == 2.0
+
+
+def test_a_canonical_url_decides_where_a_page_is_stored_on_this_host_only(served: Site) -> None:
+    page = '<html lang="en"><head><link rel="canonical" href="{}"></head><body><main><h1>{}</h1></main></body></html>'
+    (served.root / "copy.html").write_text(page.format(f"{served.url}index.html", "Copy"))
+    (served.root / "old.html").write_text(page.format(served.url.replace("/docs/", "/latest/") + "old.html", "Old"))
+    (served.root / "mirror.html").write_text(page.format("https://docs.example.com/mirror.html", "Mirror"))
+    index = served.root / "index.html"
+    links = '<a href="copy.html">c</a> <a href="old.html">o</a> <a href="mirror.html">m</a>'
+    index.write_text(index.read_text().replace("</body>", links + "</body>"))
+    _, _, items = crawl(served.url, delay=0.0)
+    paths = [i.path for i in items]
+    assert "mirror.html" in paths  # production's address on another host: read here
+    assert "old.html" not in paths and "copy.html" not in paths  # elsewhere on the site; the index itself
+    assert paths.count("index.html") == 1

@@ -3,7 +3,8 @@
 Which pages: the site's sitemaps (those robots.txt names, else /sitemap.xml; sitemap indexes
 followed), else the links found from the start page; either way only HTML pages under the start
 URL's path, on its host, that robots.txt lets `pgcite` read and `--exclude` does not name, in the
-start page's language. A page whose canonical URL is another page's is read once, under that URL.
+start page's language. A page whose canonical URL is another page's is read once, under that URL
+(one on another host is a mirror's production address, and ignored).
 
 How: a few requests at once (`concurrency`), at least `delay` seconds apart (robots.txt's
 Crawl-delay when longer), a 429 or 503 waited out as Retry-After says and the pace halved (a tenth
@@ -336,7 +337,8 @@ class WebSource(Reader):
         record = to_record(path, raw, self.limits, _stamp_of(response.headers))
         if isinstance(record, Document):
             canonical = _page_facts(record.text, url)[0]
-            if canonical and canonical != url:
+            # on another host it names the production copy of a mirror or a staging build: ignored
+            if canonical and canonical != url and urlsplit(canonical).netloc == urlsplit(url).netloc:
                 if not self.in_scope(canonical):
                     return None  # published elsewhere: that copy is the one to read
                 record = Document(self.path_of(canonical), record.text, record.checksum, record.stamp)
