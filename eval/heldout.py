@@ -29,7 +29,7 @@ import json
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -169,19 +169,16 @@ def main() -> int:
                 print(f"skipped {name}: {folder} is absent", file=sys.stderr)
                 continue
             questions = {half: HERE / "heldout" / f"{name}.{half}.jsonl" for half in halves}
-            if name not in published:
-                report = app.ingest(str(folder), source=name, **site.get("options", {}))
-                print(f"{name}: {report.summary()}", file=sys.stderr)
+            with served(Path(published[name])) if name in published else nullcontext("") as base:
+                options = {**site.get("options", {}), **({"base_url": base} if base else {})}
+                print(f"{name}: {app.ingest(str(folder), source=name, **options).summary()}", file=sys.stderr)
                 for half in halves:
                     results[half][name] = measure(app, questions[half], name, sealed=half == "sealed")
-                continue
-            with served(Path(published[name])) as base:
-                options = {**site.get("options", {}), "base_url": base}
-                print(f"{name}: {app.ingest(str(folder), source=name, **options).summary()}", file=sys.stderr)
+                if not base:
+                    continue
                 print(f"{name}-html: {app.ingest(base, source=f'{name}-html').summary()}", file=sys.stderr)
                 moved = crawled_paths(app, name, f"{name}-html", base)
                 for half in halves:
-                    results[half][name] = measure(app, questions[half], name, sealed=half == "sealed")
                     results[half][f"{name}-html"] = measure(app, questions[half], f"{name}-html",
                                                             sealed=half == "sealed", moved=moved)
     if not any(results.values()):

@@ -263,6 +263,7 @@ class WebSource(Reader):
             wait_for = _retry_after(response.headers.get("Retry-After"))
             if wait_for > MAX_WAIT:
                 return response
+            self._pace.slow_down()
             time.sleep(wait_for)
         raise AssertionError("unreachable")
 
