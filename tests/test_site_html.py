@@ -57,3 +57,34 @@ def test_a_markdown_folder_with_an_html_file_stays_markdown(tmp_path: Path) -> N
     (tmp_path / "index.html").write_text("<html><body><p>A demo page.</p></body></html>")
     site, pages = read_site(tmp_path)
     assert site.name == "plain" and set(pages) == {"README.md"}
+
+
+# VitePress's output for `## Rebuilds <Badge type="tip" text="7.30" />` and a fenced C# block with
+# an mdsnippets source link: the badge, the language label and the links' tooltips are not text.
+VITEPRESS_PAGE = """<!doctype html><html lang="en-US"><head><title>Rebuilds | Gearbox</title></head><body>
+<div id="app"><main class="main"><div class="vp-doc"><div>
+<h1 id="rebuilds" tabindex="-1">Rebuilds <span class="VPBadge warning"><!--[-->8.x<!--]--></span>
+<a class="header-anchor" href="#rebuilds" aria-label="Permalink to &quot;Rebuilds&quot;">&#8203;</a></h1>
+<h2 id="optimized-rebuilds" tabindex="-1">Optimized Rebuilds <span class="VPBadge tip"><!--[-->7.30<!--]--></span>
+<a class="header-anchor" href="#optimized-rebuilds">&#8203;</a></h2>
+<p>Turn on <code>UseOptimizedRebuilds</code> for single stream projections.</p>
+<div class="language-cs vp-adaptive-theme"><button title="Copy Code" class="copy"></button><span class="lang">cs</span>
+<pre class="shiki vp-code"><code><span class="line"><span>opts.UseOptimizedRebuilds = true;</span></span></code></pre></div>
+<p><sup><a href="https://github.com/x/gearbox/blob/main/Rebuilds.cs#L1-L2" title="Snippet source file">snippet source</a>
+| <a href="#snippet-rebuilds" title="Start of snippet">anchor</a></sup></p>
+</div></div></main></div></body></html>
+"""
+
+
+def test_a_heading_badge_and_a_code_label_are_not_text(tmp_path: Path) -> None:
+    (tmp_path / "index.html").write_text(VITEPRESS_PAGE)
+    _, pages = read_site(tmp_path)
+    page = pages["index.html"]
+    assert page.title == "Rebuilds"
+    sections = [(s.heading_path, s.anchor) for s in page.parsed.sections]
+    assert sections == [(("Optimized Rebuilds",), "optimized-rebuilds")]  # the h1 is the title
+    body = text(page)
+    assert "Turn on `UseOptimizedRebuilds`" in body and "```cs\nopts.UseOptimizedRebuilds = true;\n```" in body
+    assert "[snippet source](https://github.com/x/gearbox/blob/main/Rebuilds.cs#L1-L2)" in body
+    for shown_only in ("7.30", "8.x", "\ncs\n", "Snippet source file", "Start of snippet", "Copy Code"):
+        assert shown_only not in body, shown_only

@@ -85,6 +85,10 @@ def test_sphinx_roles_and_directives_read_as_a_reader_sees_them() -> None:
     assert "> **Note:** Gearbox does not run on Python 2." in install
     assert "Changed in version 3.0: The `--force` flag was removed." in install
     assert "Set the spin rate with `gearbox.Box.spin()`." in tuning  # :func: gets its ()
+    # :ref: and :doc: without a title show their target's, as Sphinx does; a change to that page
+    # re-reads this one.
+    assert "finish Installing Gearbox (see Installing Gearbox and Frequently asked questions)." in tuning
+    assert {"guide/install.rst", "guide/faq.md"} <= set(pages["guide/tuning.rst"].included)
     assert "Several `Box`es can spin together." in tuning  # an escaped space is no space (nor a NUL)
     assert "> **Warning:** Never exceed 90 turns per second or the gearbox melts." in tuning
     # literalinclude: the chosen lines, its language and caption.
@@ -107,7 +111,7 @@ def test_myst_pages_read_their_directives_and_roles() -> None:
     assert [s.anchor for s in faq.parsed.sections] == ["cooling"]  # its label, as Sphinx links it
     body = text(faq)
     assert "> **Note:** Only above 60 turns per second." in body
-    assert "Use a fan, as the tuning guide says; see `gearbox.Fan`." in body
+    assert "Use a fan, as the tuning guide says; see `gearbox.Fan` and Tuning." in body
     assert "```python\nbox.cool(fan=True)\n```" in body
     assert "(cooling)=" not in body and "toctree" not in body
 
@@ -186,6 +190,8 @@ def test_the_built_html_reads_as_its_sources(built: Path) -> None:
         assert html.title == page.title
         assert [s.anchor for s in html.parsed.sections] == [s.anchor for s in page.parsed.sections], page.route
     tuning = text(by_route["guide/tuning.html"])
+    shown = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", tuning)  # links as their text
+    assert "finish Installing Gearbox (see Installing Gearbox and Frequently asked questions)." in shown
     assert "**Warning**\n\nNever exceed 90 turns per second or the gearbox melts." in tuning  # a note keeps its title
     assert "```python\nbox = gearbox.Box()" in tuning
     chrome = ("Navigation", "Quick search", "Related Topics", "Powered by", "Show Source", "¶")

@@ -38,7 +38,7 @@ def chunk_budget(settings: Settings, embedder: Embedder) -> int:
 
 # Bump when cleaning or chunking changes what a file turns into, so that stored files are
 # re-processed by the next ingest (their vectors come back from the cache where the text is the same).
-PROCESSING_VERSION = 8
+PROCESSING_VERSION = 9
 
 
 def processing_checksum(file_checksum: str, settings: Settings, budget: int, site: str = "", includes: str = "") -> str:

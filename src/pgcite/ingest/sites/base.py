@@ -94,6 +94,11 @@ class Includes:
         joined = target.lstrip("/") if target.startswith("/") else posixpath.join(base, target)
         return posixpath.normpath(joined)
 
+    def depends_on(self, site_path: str) -> None:
+        """A file the page shows something of without including it (the title a reference shows):
+        the page is read again when it changes, as when an include does."""
+        self._budget.tried.append(site_path)
+
     def read(self, site_path: str, depth: int, shown_as: str) -> str | None:
         budget = self._budget
         budget.tried.append(site_path)

@@ -25,8 +25,9 @@ from docutils.utils import new_document, unescape
 
 from pgcite.ingest.sites.base import Includes, fence_language, select_lines
 from pgcite.ingest.sites.rst_writer import DoctreeWriter
+from pgcite.ingest.sites.sphinx_outline import Outline
 
-__all__ = ["rst_markdown"]
+__all__ = ["rst_markdown", "target_title"]
 
 _PARSER = Parser()
 # Sphinx roles shown as code (`~a.b.C` shows C); every other role shows its text.
@@ -62,12 +63,13 @@ class _Context:
     source_dir: str
     depth: dict[str, int] = field(default_factory=dict)
     autodoc: list[str] = field(default_factory=list)  # the autodoc directives met, left out
+    outline: Outline | None = None  # the site's titles, for references written without one
 
     def problem(self, line: str) -> None:
         self.includes.problems.append(line)
 
 
-def rst_markdown(text: str, site_path: str, includes: Includes, source_dir: str) -> str:
+def rst_markdown(text: str, site_path: str, includes: Includes, source_dir: str, outline: Outline | None = None) -> str:
     """The page `text` (site path `site_path`) as Markdown, its includes read in."""
     settings = get_default_settings(Parser)
     settings.report_level = 5  # a broken construct becomes text; the page is still read
@@ -76,7 +78,7 @@ def rst_markdown(text: str, site_path: str, includes: Includes, source_dir: str)
     settings.file_insertion_enabled = False
     settings.raw_enabled = False
     settings.auto_id_prefix = "id"  # Sphinx's: a repeated title's section is id1, id2 ...
-    settings.pgcite = context = _Context(includes, source_dir, {site_path: 0})
+    settings.pgcite = context = _Context(includes, source_dir, {site_path: 0}, outline=outline)
     document = new_document(site_path, settings)
     with _sphinx_vocabulary():
         _register_unknown(text)
@@ -103,13 +105,25 @@ def _role(name: str, rawtext: str, text: str, lineno: int, inliner: Any, options
         shown = shown.lstrip("!")
         if shown.startswith("~"):
             shown = shown[1:].rsplit(".", 1)[-1]
-        if short in {"doc", "ref"}:  # a page's or label's name, read as words ("deploying/index": deploying)
-            parts = [p for p in shown.split("/") if p and p != "index"] or [shown]
-            shown = parts[-1].replace("-", " ").replace("_", " ")
+        if short in {"doc", "ref"}:
+            ctx = inliner.document.settings.pgcite
+            shown = target_title(short, shown, ctx.includes, ctx.outline)
     if short in _CALLED_ROLES and not explicit and not shown.endswith(")"):
         shown += "()"
     node: nodes.Node = nodes.literal(rawtext, shown) if short in _CODE_ROLES else nodes.Text(shown)
     return [node], []
+
+
+def target_title(role: str, target: str, includes: Includes | None, outline: Outline | None) -> str:
+    """What Sphinx shows for a `doc` or `ref` role without a title: its target's title; else, where
+    that is not found, the target's name as words ("deploying/index": deploying)."""
+    if includes is not None and outline is not None:
+        found = outline.doc(target, includes.page) if role == "doc" else outline.ref(target, includes.page)
+        if found is not None:
+            includes.depends_on(found[0])
+            return found[1]
+    parts = [p for p in target.split("/") if p and p != "index"] or [target]
+    return parts[-1].replace("-", " ").replace("_", " ")
 
 
 # --- directives ----------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from pgcite.ingest.anchors import AnchorRule
 from pgcite.ingest.markdown import Dialect
 from pgcite.ingest.sites.base import Files, Includes, Site, code_fence
 from pgcite.ingest.sites.languages import language_tag
-from pgcite.ingest.sites.rst import rst_markdown
+from pgcite.ingest.sites.rst import rst_markdown, target_title
+from pgcite.ingest.sites.sphinx_outline import Outline
 
 __all__ = ["Sphinx", "read_conf"]
 
@@ -84,6 +85,8 @@ class Sphinx(Site):
         self.base_url = str(self.conf.get("html_baseurl") or "")
         self.page_suffix = str(self.conf.get("html_file_suffix") or ".html")
         self.dirhtml = self._builder() == "dirhtml"
+        root = self.conf.get("root_doc") or self.conf.get("master_doc") or "index"
+        self.outline = Outline(files, self.suffixes, str(root))
         if tag := language_tag(self.conf.get("language")):
             self.languages, self.default_language = (tag,), tag
 
@@ -159,8 +162,8 @@ class Sphinx(Site):
 
     def prepare(self, body: str, includes: Includes) -> str:
         if includes.page.endswith(".md"):
-            return myst_markdown(body)
-        return rst_markdown(body, includes.page, includes, "")
+            return myst_markdown(body, includes, self.outline)
+        return rst_markdown(body, includes.page, includes, "", self.outline)
 
     def fallback_title(self, site_path: str, front_matter: Mapping[str, Any]) -> str:
         return posixpath.splitext(posixpath.basename(site_path))[0].replace("_", " ").replace("-", " ")
@@ -187,17 +190,17 @@ _MYST_ADMONITIONS = {
 }  # fmt: skip
 
 
-def myst_markdown(body: str) -> str:
+def myst_markdown(body: str, includes: Includes | None = None, outline: Outline | None = None) -> str:
     """MyST's directives and roles as Markdown: ```{code-block} py as a code fence, ```{note} as a
-    quoted note, ```{toctree} and autodoc gone, {ref}`text <x>` as its text, `(label)=` the id of
-    the heading under it (else gone)."""
+    quoted note, ```{toctree} and autodoc gone, {ref}`text <x>` as its text ({doc}`x` as x's title),
+    `(label)=` the id of the heading under it (else gone)."""
     body = _LABELLED_HEADING.sub(lambda m: f"{m['heading'].rstrip()} {{#{make_id(m['label'])}}}", body)
     body = _LABEL.sub("", body)
-    body = _FENCE.sub(_directive, body)
-    return _MYST_ROLE.sub(_myst_role, body)
+    body = _FENCE.sub(lambda m: _directive(m, includes, outline), body)
+    return _MYST_ROLE.sub(lambda m: _myst_role(m, includes, outline), body)
 
 
-def _directive(match: re.Match[str]) -> str:
+def _directive(match: re.Match[str], includes: Includes | None, outline: Outline | None) -> str:
     name = match["name"].rsplit(":", 1)[-1]
     text = _OPTION.sub("", match["body"], count=1)
     argument = match["argument"].strip()
@@ -205,21 +208,23 @@ def _directive(match: re.Match[str]) -> str:
         return code_fence(text, argument)
     if name in _MYST_ADMONITIONS:
         title = argument if name == "admonition" else name.replace("seealso", "see also").capitalize()
-        inner = myst_markdown(text).strip("\n")
+        inner = myst_markdown(text, includes, outline).strip("\n")
         lines = inner.split("\n") if inner else []
         first = f"**{title}:** {lines[0]}" if lines else f"**{title}**"
         quoted = [first, *lines[1:]]
         return "\n".join(match["indent"] + ("> " + line if line else ">") for line in quoted)
     if name in {"toctree", "contents", "index"} or name.startswith("auto"):
         return ""
-    return myst_markdown(text)  # any other directive: its content
+    return myst_markdown(text, includes, outline)  # any other directive: its content
 
 
-def _myst_role(match: re.Match[str]) -> str:
+def _myst_role(match: re.Match[str], includes: Includes | None, outline: Outline | None) -> str:
     text = match["text"]
     explicit = re.match(r"^(.+?)\s*<(.*?)>$", text)
     shown = explicit.group(1) if explicit else text.lstrip("!~").rsplit(".", 1)[-1] if text.startswith("~") else text
     name = match["name"].rsplit(":", 1)[-1]
+    if name in {"doc", "ref"} and not explicit:
+        return target_title(name, text, includes, outline)
     return (
         f"`{shown}`"
         if name in {"class", "func", "meth", "attr", "mod", "obj", "exc", "data", "const", "code"}
