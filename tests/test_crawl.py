@@ -5,6 +5,7 @@ crawler must not store (a redirect loop, a 10 MB page, binary content, other pla
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shutil
 import threading
@@ -16,8 +17,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from tests.http_server import call, running
 from tests.test_site_sphinx import build_html
 from tests.test_sites import read_site
+from tests.test_sync_server import SECRET, github, push_payload, wait_done
 
 from pgcite.config import Settings
 from pgcite.core import Pgcite
@@ -26,6 +29,7 @@ from pgcite.ingest.crawl import CrawlSettings, WebSource, _Pace
 from pgcite.ingest.flow import open_location
 from pgcite.ingest.sites import detect
 from pgcite.ingest.sources import Document, Skipped, Unchanged
+from pgcite.vocabulary import SearchFilter
 
 
 @dataclass
@@ -237,3 +241,35 @@ def test_a_canonical_url_decides_where_a_page_is_stored_on_this_host_only(served
     assert "mirror.html" in paths  # production's address on another host: read here
     assert "old.html" not in paths and "copy.html" not in paths  # elsewhere on the site; the index itself
     assert paths.count("index.html") == 1
+
+
+def test_the_server_syncs_a_crawled_site_when_asked_pushed_and_scheduled(
+    served: Site, settings: Settings, embedder
+) -> None:
+    settings = dataclasses.replace(settings, webhook_secret=SECRET)
+    tuning = served.root / "guide" / "tuning.html"
+    with Pgcite(settings, embedder=embedder) as app, running(app) as base:
+        app.ingest(served.url, source="web")
+        key = app.create_key("crawl-admin", admin=True)
+        for n, (trigger, start) in enumerate([
+            ("api", lambda: call(base, "/v1/sources/web/sync", b"", key=key).body["job"]["id"]),
+            ("github", lambda: github(base, "web", push_payload()).body["job"]["id"]),
+        ]):
+            tuning.write_text(tuning.read_text().replace(f"{40 + n} turns per second", f"{41 + n} turns per second"))
+            served.seen.clear()
+            served.conditional.clear()
+            job = wait_done(base, key, start())
+            assert job["state"] == "done" and "1 changed, 3 unchanged" in job["summary"], job
+            assert app.source("web").last_sync["trigger"] == trigger
+            pages = {p for p in served.seen if p.endswith((".html", "/"))}  # the start page is /docs/
+            assert len(pages) == 4 and all(served.conditional[p] == served.seen[p] for p in pages)
+        tuning.write_text(tuning.read_text().replace("42 turns per second", "43 turns per second"))
+        app.schedule("web", 2)
+        deadline = time.monotonic() + 30
+        while (app.source("web").last_sync or {}).get("trigger") != "schedule":
+            assert time.monotonic() < deadline, "the scheduled sync did not come"
+            time.sleep(0.2)
+        app.schedule("web", None)
+        assert app.source("web").last_sync["paths"]["changed"] == ["guide/tuning.html"]
+        hits = app.search("default spin rate turns per second", k=3, filters=SearchFilter(source="web"))
+        assert any("43 turns per second" in h.content for h in hits)
