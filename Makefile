@@ -24,10 +24,27 @@ $(DEV_STAMP): $(STAMP) tests/inspector/package-lock.json
 	# The MCP Inspector's CLI and the Node.js it needs, both from npm at the lockfile's versions (tests/test_mcp_inspector.py).
 	npm ci --prefix tests/inspector --no-audit --no-fund --ignore-scripts --loglevel=error
 	command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	$(MAKE) --no-print-directory $(RENDERERS)
 	# torch first and by exact version: it takes the local CPU build, not a multi-GB CUDA one.
 	$(PY) -m pip install -q -c constraints.txt torch==2.13.0
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev,reference]'
 	touch $(DEV_STAMP)
+
+# Swagger UI's and Redoc's own bundles, the renderers whose anchors OpenAPI sections carry: chromium
+# reads them in tests/test_openapi_renderers.py. The packages' tarballs only, checked against their SHA-256.
+REDOC := 2.5.4
+REDOC_SHA256 := 44922df4d0eb45c1b066c09ec251e6bd9bd7ded16bc69e87613337b9d911a56e
+SWAGGER_UI := 5.36.0
+SWAGGER_UI_SHA256 := 685a2b38b5d6eab2dbc096a8596db11cc7409cdb671d2e3bec8f9b017d0d566b
+RENDERERS := build/renderers
+$(RENDERERS):
+	rm -rf $(RENDERERS).tmp && mkdir -p $(RENDERERS).tmp/redoc $(RENDERERS).tmp/swagger-ui
+	cd $(RENDERERS).tmp && npm pack redoc@$(REDOC) swagger-ui-dist@$(SWAGGER_UI) --silent >/dev/null
+	cd $(RENDERERS).tmp && printf '%s  %s\n' $(REDOC_SHA256) redoc-$(REDOC).tgz \
+		$(SWAGGER_UI_SHA256) swagger-ui-dist-$(SWAGGER_UI).tgz | sha256sum -c --quiet
+	tar xzf $(RENDERERS).tmp/redoc-$(REDOC).tgz -C $(RENDERERS).tmp/redoc --strip-components=1 package/bundles
+	tar xzf $(RENDERERS).tmp/swagger-ui-dist-$(SWAGGER_UI).tgz -C $(RENDERERS).tmp/swagger-ui --strip-components=1
+	rm $(RENDERERS).tmp/*.tgz && mv $(RENDERERS).tmp $(RENDERERS)
 
 demo: install
 	$(VENV)/bin/pgcite ingest docs --source pgcite --base-url https://pgcite.dev/

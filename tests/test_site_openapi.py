@@ -135,6 +135,12 @@ def test_a_document_given_alone_is_the_only_page_whatever_its_name(tmp_path: Pat
     with pytest.raises(SourceError, match="is one file, read as an OpenAPI document"):
         read_site(tmp_path / "bookshop.yaml", site="mkdocs")
     assert default_source_name(str(tmp_path / "bookshop.yaml")) == "bookshop"
+    # Published with Redoc, named: Redoc's anchors (tests/test_openapi_renderers.py reads both in a browser).
+    site, pages = read_site(tmp_path / "bookshop.yaml", site="redoc")
+    assert site.name == "redoc" and set(pages) == {"bookshop.yaml"}
+    assert "tag/books/operation/createBook" in {s.anchor for s in pages["bookshop.yaml"].parsed.sections}
+    site, pages = read_site(tmp_path / "sub", site="redoc")  # a folder holding one
+    assert site.name == "redoc" and "tag/loans" in {s.anchor for s in pages["openapi.yaml"].parsed.sections}
 
 
 def test_a_document_beside_a_sites_pages_is_read_with_them(tmp_path: Path) -> None:

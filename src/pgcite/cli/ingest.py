@@ -111,7 +111,7 @@ def ingest(
             "--site",
             callback=_site_name,
             help="The site generator: vitepress, mkdocs, docusaurus, mdbook, hugo, starlight, sphinx, openapi, "
-            "html or plain (default: detected).",
+            "redoc (an API description published with Redoc), html or plain (default: detected).",
         ),
     ] = None,
     route_base: Annotated[

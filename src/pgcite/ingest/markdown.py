@@ -170,11 +170,12 @@ def clean(text: str, dialect: Dialect = PLAIN) -> tuple[str, dict[str, Any]]:
 # --- parse -------------------------------------------------------------------------------
 
 # A trailing attribute list: {#id}, { #id .class }, {: #id key=value }.
-# An id may hold `/` and `%` (an API reference's `{#/pets/addPet}`, sites/openapi.py).
-_ATTRIBUTE_LIST = re.compile(
-    r"\s*\{:?\s*((?:#[\w:./%-]+|\.[\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|\S+))(?:\s+(?:#[\w:./%-]+|\.[\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|\S+)))*)\s*\}\s*$"
-)
-_ID = re.compile(r"(?:^|\s)#([\w:./%-]+)")
+# An id may hold what a URL's fragment may: an API reference's `{#/pets/addPet}` or Redoc's
+# `{#tag/Pets/paths/~1pets~1%7Bid%7D/get}` (sites/openapi_anchors.py).
+_ID_CHARS = r"[\w:./%~&!$'()*+,;=@?-]+"
+_ATTRIBUTE = rf"""(?:#{_ID_CHARS}|\.[\w:.-]+|[\w-]+=(?:"[^"]*"|'[^']*'|\S+))"""
+_ATTRIBUTE_LIST = re.compile(rf"\s*\{{:?\s*({_ATTRIBUTE}(?:\s+{_ATTRIBUTE})*)\s*\}}\s*$")
+_ID = re.compile(rf"(?:^|\s)#({_ID_CHARS})")
 _BLOCK_KINDS = {
     "paragraph_open": "paragraph",
     "bullet_list_open": "list",

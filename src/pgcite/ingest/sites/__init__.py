@@ -10,7 +10,7 @@ import posixpath
 from pgcite.errors import SourceError
 from pgcite.ingest.crawl import WebSource
 from pgcite.ingest.folder import FolderSource
-from pgcite.ingest.sites.api_reference import ApiReference
+from pgcite.ingest.sites.api_reference import ApiReference, Redoc
 from pgcite.ingest.sites.base import Files, Page, Site, join_url
 from pgcite.ingest.sites.docusaurus import Docusaurus
 from pgcite.ingest.sites.html import PublishedHtml
@@ -25,10 +25,9 @@ from pgcite.ingest.sources import Source
 
 __all__ = ["SITES", "Page", "Site", "detect", "join_url", "levels_above"]
 
-SITES: dict[str, type[Site]] = {
-    cls.name: cls
-    for cls in (VitePress, MkDocs, Docusaurus, MdBook, Hugo, Starlight, Sphinx, ApiReference, PublishedHtml, Plain)
-}
+_GENERATORS = (VitePress, MkDocs, Docusaurus, MdBook, Hugo, Starlight, Sphinx)
+# Redoc after ApiReference: found by the same files, it is read only when named.
+SITES: dict[str, type[Site]] = {cls.name: cls for cls in (*_GENERATORS, ApiReference, Redoc, PublishedHtml, Plain)}
 # How far above the ingested folder a site's configuration is looked for ("docs/en/docs" -> "docs/en");
 # further for generators whose pages lie deeper (Starlight's src/content/docs/fr, Docusaurus's
 # i18n/fr/docusaurus-plugin-content-docs/current/guides): a generator's `levels` says.
@@ -52,9 +51,9 @@ def detect(source: Source, forced: str | None = None, *, route_base: str | None 
         return published
     folder = source if isinstance(source, FolderSource) else None
     if folder and folder.single:
-        if forced not in (None, ApiReference.name):
+        if forced not in (None, ApiReference.name, Redoc.name):
             raise SourceError(f"{source.location} is one file, read as an OpenAPI document: leave out --site {forced}")
-        return ApiReference(Files(source), folder.single)
+        return (Redoc if forced == Redoc.name else ApiReference)(Files(source), folder.single)
     candidates = [cls for cls in SITES.values() if cls is not Plain and forced in (None, cls.name)]
     levels = max((_levels(cls) for cls in candidates), default=0) if folder else 0
     for up in range(min(levels, _depth(source)) + 1):

@@ -1,7 +1,8 @@
 """A folder whose root holds an API description (openapi.yaml, swagger.json) and no other
 generator's configuration, or one such file given alone (`pgcite ingest openapi.yaml`): the
 description is published where `--base-url` says (its Swagger UI or Redoc page), so its route is
-its folder; Markdown beside it reads as a plain folder's."""
+its folder; Markdown beside it reads as a plain folder's. Named, `--site redoc` is the same site
+published with Redoc, whose anchors differ from Swagger UI's."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pgcite.ingest.sites.base import Files
 from pgcite.ingest.sites.openapi import SPEC_FILES
 from pgcite.ingest.sites.plain import Plain
 
-__all__ = ["ApiReference"]
+__all__ = ["ApiReference", "Redoc"]
 
 
 class ApiReference(Plain):
@@ -36,3 +37,10 @@ class ApiReference(Plain):
             return super().route(site_path, front_matter)
         folder = posixpath.dirname(site_path)
         return f"{folder}/" if folder else ""
+
+
+class Redoc(ApiReference):
+    """The same, published with Redoc (`--site redoc`): its anchors, not Swagger UI's."""
+
+    name = "redoc"
+    api_renderer = "redoc"

@@ -156,6 +156,8 @@ class Site:
     markers: ClassVar[tuple[str, ...]] = ()  # site paths, any of which identifies the generator
     pages: ClassVar[tuple[str, ...]] = ("*.md", "*.markdown")  # file name globs of pages
     partials: ClassVar[tuple[str, ...]] = ()  # globs (under a content dir) of files that are not pages
+    # What publishes its API descriptions (openapi_anchors.RENDERERS); None: as each suggests.
+    api_renderer: ClassVar[str | None] = None
 
     def __init__(self, files: Files) -> None:
         self.files = files
@@ -235,7 +237,7 @@ class Site:
         site_path = self.files.to_site(document.path)
         includes = Includes(self.files, site_path)
         if self.is_api(site_path):
-            title, body = spec_markdown(document.text, site_path)
+            title, body = spec_markdown(document.text, site_path, self.api_renderer)
             front_matter: dict[str, Any] = {"title": title}
             parsed = parse_body(body, front_matter, title, PLAIN)
         else:

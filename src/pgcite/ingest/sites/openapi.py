@@ -1,18 +1,20 @@
 """OpenAPI 3 and Swagger 2 documents as pages: one section per operation (method, path, summary,
 parameters, request body and responses, schemas with their local `$ref`s read in, examples),
-grouped by tag, anchored as Swagger UI deep-links them (`#/{tag}/{operationId}`), which is what
-FastAPI's /docs and most published references use. The document becomes Markdown with an
-explicit `{#anchor}` on each heading, so the rest of the pipeline reads it like any page."""
+grouped by tag, anchored as the renderer that publishes it links them (openapi_anchors.py: Swagger
+UI's `#/{tag}/{operationId}`, which FastAPI's /docs and most published references use, or Redoc's).
+The document becomes Markdown with an explicit `{#anchor}` on each heading, so the rest of the
+pipeline reads it like any page."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
 
+from pgcite.ingest.sites.openapi_anchors import UNTAGGED, operation_anchor, renderer_of, tag_anchor
 from pgcite.ingest.sites.openapi_schemas import Schemas, as_text, inline, sentence
 from pgcite.ingest.sources import is_included
 
@@ -30,11 +32,11 @@ def is_spec(path: str) -> bool:
     return is_included(path, SPEC_FILES)
 
 
-def spec_markdown(text: str, path: str) -> tuple[str, str]:
-    """(title, Markdown) of the OpenAPI 3 or Swagger 2 document `text`; ValueError (one line)
-    when it is not one."""
+def spec_markdown(text: str, path: str, renderer: str | None = None) -> tuple[str, str]:
+    """(title, Markdown) of the OpenAPI 3 or Swagger 2 document `text`, anchored as `renderer`
+    publishes it (None: as the document suggests); ValueError (one line) when it is not one."""
     spec = _load(text, path)
-    return _Renderer(spec).markdown()
+    return _Renderer(spec, renderer_of(spec, renderer)).markdown()
 
 
 def _load(text: str, path: str) -> dict[str, Any]:
@@ -53,16 +55,10 @@ def _load(text: str, path: str) -> dict[str, Any]:
     return spec
 
 
-def swagger_ui_id(operation: Mapping[str, Any], path: str, method: str) -> str:
-    """Swagger UI's operation id: the spec's operationId, else the method and the path with every
-    character that is not a word character turned to `_` (GET /pet/{id} -> get_pet__id_)."""
-    explicit = as_text(operation.get("operationId"))
-    return explicit.replace(" ", "%20") if explicit else method + re.sub(r"\W", "_", path)
-
-
 class _Renderer(Schemas):
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: dict[str, Any], renderer: str) -> None:
         super().__init__(spec)
+        self.renderer = renderer
         self.swagger2 = "swagger" in spec and "openapi" not in spec
 
     # --- the document ------------------------------------------------------------------
@@ -80,8 +76,10 @@ class _Renderer(Schemas):
             parts.append("Servers:\n" + "\n".join(f"- {s}" for s in servers))
         parts += self._security_schemes()
         tags = self._tag_descriptions()
-        for tag, operations in self._by_tag().items():
-            parts.append(f"## {tag} {{#/{tag.replace(' ', '%20')}}}")
+        # Redoc's operations without tags ("") are in no group: first, under no heading of their own.
+        for tag, operations in sorted(self._by_tag().items(), key=lambda group: group[0] != ""):
+            if tag:
+                parts.append(f"## {tag} {{#{tag_anchor(self.renderer, tag)}}}")
             if tags.get(tag):
                 parts.append(tags[tag])
             for path, method, operation, shared in operations:
@@ -135,7 +133,7 @@ class _Renderer(Schemas):
         }
 
     def _by_tag(self) -> dict[str, list[tuple[str, str, dict[str, Any], list[Any]]]]:
-        """Operations under their first tag ("default" for none), the spec's tag order first."""
+        """Operations under their first tag ("" for none), the spec's tag order first."""
         groups: dict[str, list[tuple[str, str, dict[str, Any], list[Any]]]] = {
             tag: [] for tag in self._tag_descriptions()
         }
@@ -148,7 +146,8 @@ class _Renderer(Schemas):
                 operation = item.get(method)
                 if isinstance(operation, dict):
                     tags = [t for t in operation.get("tags") or [] if isinstance(t, str) and t.strip()]
-                    groups.setdefault(tags[0].strip() if tags else "default", []).append(
+                    untagged = "" if self.renderer == "redoc" else UNTAGGED  # Redoc has no group for them
+                    groups.setdefault(tags[0].strip() if tags else untagged, []).append(
                         (str(path), method, operation, shared)
                     )
         return {tag: operations for tag, operations in groups.items() if operations}
@@ -156,7 +155,7 @@ class _Renderer(Schemas):
     # --- one operation -----------------------------------------------------------------
 
     def _operation(self, tag: str, path: str, method: str, operation: dict[str, Any], shared: list[Any]) -> str:
-        anchor = f"/{tag.replace(' ', '%20')}/{swagger_ui_id(operation, path, method)}"
+        anchor = operation_anchor(self.renderer, tag, path, method, operation)
         summary = inline(operation.get("summary"))
         heading = f"{method.upper()} {path}" + (f": {summary}" if summary else "")
         # The endpoint in the text too, not only the heading: an answer quotes text.
