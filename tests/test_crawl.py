@@ -167,6 +167,15 @@ def test_an_unreachable_site_or_a_start_that_is_not_html_is_one_line(served: Sit
         crawl(served.url + "picture.html")
 
 
+def test_a_start_page_drawn_by_scripts_is_a_clear_error(served: Site) -> None:
+    (served.root / "app.html").write_text(
+        '<!doctype html><html lang="en"><head><title>Docs</title><script src="/app.js"></script></head>'
+        '<body><div id="root"></div><noscript>You need to enable JavaScript to run this app.</noscript></body></html>'
+    )
+    with pytest.raises(SourceError, match=r"app.html: the page as served holds no text .* ingest its sources"):
+        crawl(served.url + "app.html")
+
+
 def test_pages_a_crawler_must_not_store_are_left_out_or_said(served: Site) -> None:
     (served.root / "extra.html").write_text(
         '<html lang="en"><body><main><h1>Extra</h1><p>More.</p>'

@@ -30,9 +30,9 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 from xml.etree import ElementTree
 
 import httpx2
-from bs4 import BeautifulSoup, Tag
 
 from pgcite.errors import SourceError
+from pgcite.ingest.page_facts import page_facts
 from pgcite.ingest.sources import Document, Reader, Skipped, Unchanged, is_excluded, one_line, to_record, too_big
 
 __all__ = ["USER_AGENT", "CrawlSettings", "WebSource", "is_url"]
@@ -127,10 +127,14 @@ class WebSource(Reader):
         if isinstance(first, Skipped) or first is None:
             reason = first.reason if first else "it is not a page of this site (gone, or sent elsewhere)"
             raise SourceError(one_line(f"cannot read {self.start}: {reason}"))
+        facts = page_facts(first.text, self.start) if isinstance(first, Document) else None
+        if facts is not None and not facts.has_text:
+            raise SourceError(
+                f"cannot read {self.start}: the page as served holds no text (a site drawn by scripts in the "
+                "browser sends none); pgcite reads pages as the server sends them: ingest its sources or a static build"
+            )
         # One language is read: the start page's (an unchanged start page's stamp keeps it).
-        self.language = (
-            _page_facts(first.text, self.start)[2] if isinstance(first, Document) else _language_of(known[start_path])
-        ).split("-")[0]
+        self.language = (facts.language if facts else _language_of(known[start_path])).split("-")[0]
         listed = self._sitemap_urls()
         # The pages read last time too: an unchanged page (a 304) shows no links, and its links are
         # the ones it had then; a page gone answers 404 and is removed.
@@ -147,7 +151,8 @@ class WebSource(Reader):
             if item is None or item.path in done:
                 return
             if isinstance(item, Document):
-                _, links, language = _page_facts(item.text, url)
+                facts = page_facts(item.text, url)
+                links, language = facts.links, facts.language
                 if self.language and language and language.split("-")[0] != self.language:
                     self.others += 1  # another language's page
                     return
@@ -337,7 +342,7 @@ class WebSource(Reader):
             )
         record = to_record(path, raw, self.limits, _stamp_of(response.headers))
         if isinstance(record, Document):
-            canonical = _page_facts(record.text, url)[0]
+            canonical = page_facts(record.text, url).canonical
             # on another host it names the production copy of a mirror or a staging build: ignored
             if canonical and canonical != url and urlsplit(canonical).netloc == urlsplit(url).netloc:
                 if not self.in_scope(canonical):
@@ -371,20 +376,3 @@ def _retry_after(value: str | None) -> float:
         return max(0.0, float(value)) if value else 1.0
     except ValueError:
         return 1.0  # an HTTP date: wait the least
-
-
-def _page_facts(html: str, url: str) -> tuple[str, list[str], str]:
-    """(canonical URL, the links it makes, its language) of a page."""
-    soup = BeautifulSoup(html, "html.parser")
-    canonical = ""
-    link = soup.find("link", rel="canonical")
-    if isinstance(link, Tag) and link.get("href"):
-        canonical = urldefrag(urljoin(url, str(link["href"])))[0]
-    links = []
-    for anchor in soup.find_all("a", href=True):
-        href = str(anchor["href"]).strip()
-        if href and not href.lower().startswith(("javascript:", "mailto:", "tel:", "data:", "#")):
-            links.append(urldefrag(urljoin(url, href))[0])
-    root = soup.find("html")
-    language = str(root.get("lang") or "").lower() if isinstance(root, Tag) else ""
-    return canonical, links, language
