@@ -58,6 +58,10 @@ def test_only_the_files_summary_links_are_pages() -> None:
         "src/thanks.md",
     }
     assert pages["src/odd/[x] notes.md"].route == "odd/[x] notes.html"
+    # Their reading order is SUMMARY.md's (llms.txt lists them in it).
+    in_order = sorted(pages, key=lambda p: pages[p].position)
+    assert in_order == ["src/README.md", "src/escapes.md", "src/hidden.md", "src/odd/[x] notes.md",
+                        "src/placeholders.md", "src/thanks.md"], in_order
     # Pointing at the source folder: the same pages, "README.md" matching that file alone.
     site, pages = read_site(RULES / "src")
     assert site.name == "mdbook" and site.files.prefix == "src"

@@ -6,6 +6,7 @@ these tests; then an ingest and a search against the real database and model."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +17,11 @@ from tests.test_sites import read_site, text
 
 from pgcite.config import Settings
 from pgcite.ingest.flow import ingest, open_location
+from pgcite.ingest.report import IngestReport
 from pgcite.ingest.sites import join_url
 from pgcite.ingest.sites.sphinx import read_conf
 from pgcite.retrieval.search import search
+from pgcite.store.pages_sql import list_pages, read_page
 from pgcite.store import Store
 
 PROJECT = Path(__file__).parent / "sites" / "sphinx"
@@ -143,7 +146,37 @@ def test_a_sphinx_project_is_searched_and_cited_with_its_published_links(
     ]
     with Store.open(settings, read_only=True) as store:
         hits = search(store, embedder, "how fast can the gearbox spin before it melts?", k=3)
+        pages = list_pages(store.conn, "gearbox")
     assert hits[0].url == f"{BASE}guide/tuning.html#spin-rate"
+    # llms.txt's order is the toctrees', depth first from the root document, not the URLs'.
+    assert [p.path for p in pages] == ["index.rst", "guide/install.rst", "guide/tuning.rst", "guide/faq.md"]
+
+
+def test_a_changed_title_reads_its_referrers_again_and_a_reordered_toctree_reorders_the_pages(
+    settings: Settings, embedder, tmp_path: Path
+) -> None:
+    project = tmp_path / "gearbox"
+    shutil.copytree(PROJECT, project)
+
+    def read() -> IngestReport:
+        return ingest(open_location(str(project), settings), source_name="g", base_url="", settings=settings,
+                      store=store, embedder=embedder)
+
+    with Store.open(settings) as store:
+        read()
+        install = project / "guide" / "install.rst"
+        install.write_text(install.read_text().replace("Installing Gearbox\n", "Installing the Gearbox\n")
+                           .replace("==================\n", "======================\n"))
+        retitled = read()
+        index = project / "index.rst"
+        index.write_text(index.read_text().replace("   guide/install\n   guide/tuning\n", "   guide/tuning\n   guide/install\n"))
+        reordered = read()
+        pages = list_pages(store.conn, "g")
+        tuning = read_page(store.conn, source="g", path="guide/tuning.rst")
+    assert retitled.paths["changed"] == ["guide/install.rst", "guide/tuning.rst"]  # tuning shows its title
+    assert tuning is not None and "finish Installing the Gearbox (see Installing the Gearbox and" in tuning.markdown
+    assert reordered.changed == 4  # every page's place comes from index.rst's toctree
+    assert [p.path for p in pages] == ["index.rst", "guide/tuning.rst", "guide/install.rst", "guide/faq.md"]
 
 
 @pytest.mark.parametrize(

@@ -160,6 +160,7 @@ class Writer:
                     markdown=page.parsed.markdown,
                     description=page.parsed.description,
                     language=page.language,
+                    position=page.position,
                 )
             except (psycopg.errors.DataError, psycopg.errors.ProgramLimitExceeded) as exc:
                 # What this page holds, not the database: say so for the page, and go on.

@@ -20,7 +20,7 @@ class Site:
 
     name: str
     base_url: str
-    pages: Sequence[PageText]  # the default version's, in URL order
+    pages: Sequence[PageText]  # the default version's, in reading order (pages_sql.list_pages)
 
 
 def copy_name(page: PageText, base_url: str) -> str:

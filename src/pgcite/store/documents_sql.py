@@ -169,21 +169,23 @@ def replace_document(
     markdown: str | None = None,
     description: str = "",
     language: str = "",
+    position: int | None = None,
 ) -> None:
     """Insert or replace one document and all its chunks, atomically. `markdown`: the page as cleaned
-    (None: not kept, as before migration 14)."""
+    (None: not kept, as before migration 14); `position`: its place in the site's reading order."""
     with conn.transaction():
         index_sql.statistics_now_stale(conn)
         doc_id = scalar(
             conn,
             """INSERT INTO documents (source, path, title, url, checksum, version, kind, includes, stamp,
-                                      file_checksum, markdown, description, language)
-               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                                      file_checksum, markdown, description, language, position)
+               VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
                ON CONFLICT (source, path) DO UPDATE
                SET title = excluded.title, url = excluded.url, checksum = excluded.checksum,
                    version = excluded.version, kind = excluded.kind, includes = excluded.includes,
                    stamp = excluded.stamp, file_checksum = excluded.file_checksum, markdown = excluded.markdown,
-                   description = excluded.description, language = excluded.language, ingested_at = now()
+                   description = excluded.description, language = excluded.language,
+                   position = excluded.position, ingested_at = now()
                RETURNING id""",
             (
                 source,
@@ -199,6 +201,7 @@ def replace_document(
                 markdown,
                 description,
                 language,
+                position,
             ),
         )
         conn.execute("DELETE FROM chunks WHERE document_id = %s", (doc_id,))

@@ -25,6 +25,7 @@ class PageText:
     description: str
     kind: str  # "page" or "changelog"
     markdown: str | None  # None: stored before pgcite kept pages (read again by the next sync)
+    position: int | None = None  # its place in the site's reading order
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,10 @@ class SectionText:
     markdown: str  # the section's chunks in order, under its heading
 
 
-_PAGE_COLUMNS = "d.source, d.path, d.title, d.url, d.version, d.description, d.kind, d.markdown"
+_PAGE_COLUMNS = "d.source, d.path, d.title, d.url, d.version, d.description, d.kind, d.markdown, d.position"
+# A source's pages in its site's reading order, the pages without a place after, by URL.
+_NO_PLACE = 2**31 - 1
+_READING_ORDER = f"coalesce(d.position, {_NO_PLACE}), d.url, d.path"
 
 
 def _page(**row) -> PageText:
@@ -100,13 +104,13 @@ def read_section(conn: psycopg.Connection, chunk_id: str, allowed: Sequence[str]
 
 
 def list_pages(conn: psycopg.Connection, source: str) -> list[PageText]:
-    """The pages of a source's default version in URL order, without their text."""
+    """The pages of a source's default version in reading order, without their text."""
     with conn.cursor(row_factory=kwargs_row(_page)) as cursor:
         return cursor.execute(
             f"""SELECT {_PAGE_COLUMNS.replace("d.markdown", "NULL AS markdown")}
                 FROM documents d JOIN sources s ON s.name = d.source
                 WHERE d.source = %s AND d.version = s.default_version
-                ORDER BY d.url, d.path""",
+                ORDER BY {_READING_ORDER}""",
             [source],
         ).fetchall()
 
@@ -115,12 +119,16 @@ def page_texts_after(conn: psycopg.Connection, source: str, after: PageText | No
     """The next `limit` pages of `list_pages`' order after `after`, with their Markdown: read in
     batches, each on a connection taken and given back, so a slow reader of a large llms-full.txt
     holds none while it reads."""
-    keyset = "AND (d.url, d.path) > (%s, %s)" if after is not None else ""
+    keyset = f"AND ({_READING_ORDER}) > (%s, %s, %s)" if after is not None else ""
     with conn.cursor(row_factory=kwargs_row(_page)) as cursor:
         cursor.execute(
             f"""SELECT {_PAGE_COLUMNS} FROM documents d JOIN sources s ON s.name = d.source
                 WHERE d.source = %s AND d.version = s.default_version {keyset}
-                ORDER BY d.url, d.path LIMIT %s""",
-            [source, *((after.url, after.path) if after is not None else ()), limit],
+                ORDER BY {_READING_ORDER} LIMIT %s""",
+            [source, *(_place(after) if after is not None else ()), limit],
         )
         return cursor.fetchall()
+
+
+def _place(page: PageText) -> tuple[int, str, str]:
+    return (_NO_PLACE if page.position is None else page.position, page.url, page.path)

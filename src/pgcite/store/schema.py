@@ -374,4 +374,9 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE chat_events ADD COLUMN holder text;
     """,
+    # 24: a page's place in its site's reading order (Sphinx's toctree, mdBook's SUMMARY.md), null
+    # where the site says none: llms.txt and llms-full.txt list pages in it, the rest after by URL.
+    """
+    ALTER TABLE documents ADD COLUMN position int;
+    """,
 ]

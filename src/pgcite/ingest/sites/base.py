@@ -137,6 +137,7 @@ class Page:
     language: str = ""  # lower-case BCP 47 tag ("en", "pt-br"); "" when the site does not say
     problems: tuple[str, ...] = ()  # includes left out, one line each
     included: tuple[str, ...] = ()  # site paths of the files it includes (found or not)
+    position: int | None = None  # its place in the site's reading order; None where the site says none
 
 
 def join_url(base_url: str, route: str, anchor: str | None = None) -> str:
@@ -233,6 +234,11 @@ class Site:
     def fallback_title(self, site_path: str, front_matter: Mapping[str, Any]) -> str:
         return posixpath.splitext(posixpath.basename(site_path))[0]
 
+    def position_of(self, site_path: str, includes: Includes) -> int | None:
+        """The page's place in the site's reading order (the files that say it noted in `includes`,
+        so a change to them reads the page again); None where the site has no order of its own."""
+        return None
+
     def render(self, document: Document) -> Page:
         site_path = self.files.to_site(document.path)
         includes = Includes(self.files, site_path)
@@ -247,6 +253,7 @@ class Site:
                 body, front_matter, self.fallback_title(site_path, front_matter), self.dialect_for(site_path)
             )
         kind = "changelog" if is_changelog(site_path, parsed) else "page"
+        position = self.position_of(site_path, includes)  # before `tried` is read: it notes what says it
         return Page(
             document.path,
             parsed.title,
@@ -257,6 +264,7 @@ class Site:
             self.language_of(site_path),
             tuple(includes.problems),
             includes.tried,
+            position,
         )
 
     def digest(self, included: Sequence[str]) -> str:

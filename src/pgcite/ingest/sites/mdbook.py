@@ -48,6 +48,7 @@ class MdBook(Site):
         self._own_preprocessor = bool(set(_table(config, "preprocessor")) - _BUILT_IN)
         self._summary = posixpath.normpath(posixpath.join(self.content_dirs[0], "SUMMARY.md"))
         self._names: dict[str, str] | None = self._read_summary()  # site path -> chapter name
+        self._positions = {site_path: n for n, site_path in enumerate(self._names or {})}
         self._titles: dict[str, str] = {}  # site path -> its `{{#title}}`, set while it is read
 
     def _read_summary(self) -> dict[str, str] | None:
@@ -87,6 +88,10 @@ class MdBook(Site):
         if expanded.title:
             self._titles[includes.page] = expanded.title
         return drop_unseen(expanded.text, self.dialect.parser, placeholders=self._own_preprocessor)
+
+    def position_of(self, site_path: str, includes: Includes) -> int | None:
+        """Its place in SUMMARY.md (noted as included by `render`)."""
+        return self._positions.get(site_path)
 
     def render(self, document: Document) -> Page:
         """The page, titled by its first heading as a reader sees it at the top of the page; a

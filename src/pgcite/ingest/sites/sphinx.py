@@ -165,6 +165,12 @@ class Sphinx(Site):
             return myst_markdown(body, includes, self.outline)
         return rst_markdown(body, includes.page, includes, "", self.outline)
 
+    def position_of(self, site_path: str, includes: Includes) -> int | None:
+        position, toctrees = self.outline.position(site_path)
+        for page in toctrees:
+            includes.depends_on(page)
+        return position
+
     def fallback_title(self, site_path: str, front_matter: Mapping[str, Any]) -> str:
         return posixpath.splitext(posixpath.basename(site_path))[0].replace("_", " ").replace("-", " ")
 

@@ -3,7 +3,7 @@ page's title, `:ref:`label`` the title of the section under `.. _label:` (or MyS
 pgcite renders one page at a time, so each title comes from a light reading of the page that holds
 it: its first title and its labelled titles, found by their underlines, not by a parse. Labels are
 looked up across the pages the toctrees reach from the root document, the pages Sphinx builds,
-walked once and only when a page first asks for a label."""
+walked once and only when a page first asks; the same walk is the pages' reading order."""
 
 from __future__ import annotations
 
@@ -49,6 +49,13 @@ class _Read:
     title: str = ""  # the page's first title
     labels: dict[str, str] = field(default_factory=dict)  # label (as Sphinx normalises it) -> title
     toctree: list[str] = field(default_factory=list)  # docnames, as written (relative or /absolute)
+
+
+@dataclass
+class _Walk:
+    order: dict[str, int] = field(default_factory=dict)  # site path -> place in the reading order
+    labels: dict[str, tuple[str, str]] = field(default_factory=dict)  # label -> (site path, title)
+    toctrees: list[str] = field(default_factory=list)  # site paths of the pages with a toctree
 
 
 def _label(name: str) -> str:
@@ -104,7 +111,7 @@ class Outline:
         self.suffixes = suffixes
         self.root = root
         self._pages: dict[str, tuple[str, _Read] | None] = {}  # docname -> (site path, what it holds)
-        self._labels: dict[str, tuple[str, str]] | None = None  # label -> (site path, title)
+        self._walked: _Walk | None = None
 
     def doc(self, target: str, page: str) -> tuple[str, str] | None:
         """(site path, title) of the page `:doc:`target`` names from the page `page`."""
@@ -117,9 +124,13 @@ class Outline:
         own = self._page(next((page[: -len(s)] for s in self.suffixes if page.endswith(s)), page))
         if own is not None and (title := own[1].labels.get(_label(label))):
             return own[0], title
-        if self._labels is None:
-            self._labels = self._walk()
-        return self._labels.get(_label(label))
+        return self._walk().labels.get(_label(label))
+
+    def position(self, page: str) -> tuple[int | None, list[str]]:
+        """The page's place in the toctrees' reading order (None: in none), and the pages whose
+        toctrees say it."""
+        walked = self._walk()
+        return walked.order.get(page), walked.toctrees
 
     def _page(self, docname: str) -> tuple[str, _Read] | None:
         if docname not in self._pages:
@@ -134,23 +145,27 @@ class Outline:
                 break
         return self._pages[docname]
 
-    def _walk(self) -> dict[str, tuple[str, str]]:
-        """Every label of the pages the root document's toctrees reach, the first one met kept."""
-        labels: dict[str, tuple[str, str]] = {}
-        queue, seen = [self.root], {self.root}
-        while queue and len(seen) <= MAX_PAGES:
-            docname = queue.pop(0)
-            found = self._page(docname)
+    def _walk(self) -> _Walk:
+        """The pages the root document's toctrees reach, depth first as Sphinx's navigation reads
+        them (each where it is first listed), walked once."""
+        if self._walked is not None:
+            return self._walked
+        walked = self._walked = _Walk()
+        stack, seen = [self.root], {self.root}
+        while stack and len(walked.order) < MAX_PAGES:
+            found = self._page(stack.pop())
             if found is None:
                 continue
             site_path, read = found
+            walked.order[site_path] = len(walked.order)
             for name, title in read.labels.items():
-                labels.setdefault(name, (site_path, title))
-            for entry in read.toctree:
-                if (child := _docname(entry, site_path)) not in seen:
-                    seen.add(child)
-                    queue.append(child)
-        return labels
+                walked.labels.setdefault(name, (site_path, title))
+            if read.toctree:
+                walked.toctrees.append(site_path)
+            children = [c for c in dict.fromkeys(_docname(e, site_path) for e in read.toctree) if c not in seen]
+            seen.update(children)
+            stack.extend(reversed(children))
+        return walked
 
 
 def _docname(target: str, page: str) -> str:
