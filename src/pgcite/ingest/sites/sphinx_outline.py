@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from pgcite.ingest.sites.base import Files
 
-__all__ = ["Outline", "plain_title"]
+__all__ = ["Outline"]
 
 MAX_PAGES = 20_000  # a toctree walk reads no more pages than this
 
