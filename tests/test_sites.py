@@ -101,6 +101,19 @@ def test_mkdocs_reads_its_configuration_routes_and_anchors() -> None:
     assert pages["docs/index.md"].title == "Widgets"
 
 
+def test_mkdocs_nav_is_the_reading_order(tmp_path: Path) -> None:
+    shutil.copytree(SITES / "mkdocs", tmp_path / "mkdocs")
+    _, pages = read_site(tmp_path / "mkdocs" / "site")
+    assert {p.position for p in pages.values()} == {None}  # no nav: no order of its own
+    config = tmp_path / "mkdocs" / "site" / "mkdocs.yml"
+    config.write_text(config.read_text() + "nav:\n  - Home: index.md\n  - Guide:\n    - guide/spinning.md\n"
+                      "    - Escapes: guide/escape.md\n  - GitHub: https://github.com/x/widgets\n")
+    _, pages = read_site(tmp_path / "mkdocs" / "site")
+    assert sorted(pages, key=lambda p: pages[p].position) == [
+        "docs/index.md", "docs/guide/spinning.md", "docs/guide/escape.md"]
+    assert "mkdocs.yml" in pages["docs/guide/escape.md"].included  # a new nav reads the pages again
+
+
 def test_mkdocs_use_directory_urls_false_routes_to_html(tmp_path: Path) -> None:
     shutil.copytree(SITES / "mkdocs", tmp_path / "mkdocs")
     config = tmp_path / "mkdocs" / "site" / "mkdocs.yml"

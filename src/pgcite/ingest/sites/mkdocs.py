@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import yaml
@@ -206,6 +206,16 @@ def _fence_info(line: str) -> str:
     return f"{fence.indent}{fence.marker}{language.group(1) if language else ''}"
 
 
+def _nav_pages(nav: Any) -> Iterator[str]:
+    """The pages mkdocs.yml's `nav` lists, depth first: `path.md`, `Title: path.md` and
+    `Section: [...]`; links to other sites left out."""
+    if isinstance(nav, str) and "://" not in nav:
+        yield posixpath.normpath(nav.lstrip("/"))
+    elif isinstance(nav, list | dict):
+        for item in nav.values() if isinstance(nav, dict) else nav:
+            yield from _nav_pages(item)
+
+
 class MkDocs(Site):
     name = "mkdocs"
     dialect = Dialect(anchors=PYTHON_MARKDOWN)
@@ -213,21 +223,29 @@ class MkDocs(Site):
 
     def __init__(self, files: Any) -> None:
         super().__init__(files)
-        config = self._config()
+        self._config_file, config = self._config()
         self.content_dirs = (str(config.get("docs_dir") or "docs").strip("/"),)
         self.directory_urls = config.get("use_directory_urls", True) is not False
         self.base_url = str(config.get("site_url") or "")
         self.i18n = read_languages(config)
         self.languages, self.default_language = self.i18n.narrowed(within(files.prefix, self.content_dirs[0]))
+        self._positions = {path: n for n, path in enumerate(dict.fromkeys(_nav_pages(config.get("nav"))))}
 
-    def _config(self) -> Mapping[str, Any]:
+    def _config(self) -> tuple[str, Mapping[str, Any]]:
         for name in self.markers:
             try:
                 data = yaml.load(self.files.read(name), Loader=_ConfigLoader)
             except (OSError, yaml.YAMLError):
                 continue
-            return data if isinstance(data, dict) else {}
-        return {}
+            return name, data if isinstance(data, dict) else {}
+        return "", {}
+
+    def position_of(self, site_path: str, includes: Includes) -> int | None:
+        """Its place in mkdocs.yml's `nav` (a translation takes its original's); None without a nav."""
+        if not self._positions:
+            return None
+        includes.depends_on(self._config_file)
+        return self._positions.get(self.i18n.split(posixpath.relpath(site_path, self.content_dirs[0]))[1])
 
     def language_of(self, site_path: str) -> str:
         return self.i18n.tag(self.i18n.split(posixpath.relpath(site_path, self.content_dirs[0]))[0])
