@@ -32,7 +32,7 @@ from xml.etree import ElementTree
 import httpx2
 
 from pgcite.errors import SourceError
-from pgcite.ingest.page_facts import page_facts
+from pgcite.ingest.page_facts import holds_text, page_facts
 from pgcite.ingest.sources import Document, Reader, Skipped, Unchanged, is_excluded, one_line, to_record, too_big
 
 __all__ = ["USER_AGENT", "CrawlSettings", "WebSource", "is_url"]
@@ -127,14 +127,17 @@ class WebSource(Reader):
         if isinstance(first, Skipped) or first is None:
             reason = first.reason if first else "it is not a page of this site (gone, or sent elsewhere)"
             raise SourceError(one_line(f"cannot read {self.start}: {reason}"))
-        facts = page_facts(first.text, self.start) if isinstance(first, Document) else None
-        if facts is not None and not facts.has_text:
+        if isinstance(first, Document) and not holds_text(first.text):
             raise SourceError(
                 f"cannot read {self.start}: the page as served holds no text (a site drawn by scripts in the "
                 "browser sends none); pgcite reads pages as the server sends them: ingest its sources or a static build"
             )
         # One language is read: the start page's (an unchanged start page's stamp keeps it).
-        self.language = (facts.language if facts else _language_of(known[start_path])).split("-")[0]
+        self.language = (
+            page_facts(first.text, self.start).language
+            if isinstance(first, Document)
+            else _language_of(known[start_path])
+        ).split("-")[0]
         listed = self._sitemap_urls()
         # The pages read last time too: an unchanged page (a 304) shows no links, and its links are
         # the ones it had then; a page gone answers 404 and is removed.

@@ -9,7 +9,7 @@ from urllib.parse import urldefrag, urljoin
 
 from bs4 import BeautifulSoup, NavigableString, Tag
 
-__all__ = ["PageFacts", "page_facts"]
+__all__ = ["PageFacts", "holds_text", "page_facts"]
 
 _NOT_TEXT = {"script", "style", "noscript", "template", "svg", "head", "title"}
 _NOT_LINKS = ("javascript:", "mailto:", "tel:", "data:", "#")
@@ -21,7 +21,6 @@ class PageFacts:
     canonical: str  # "" when the page names none
     links: list[str]  # absolute, without fragments
     language: str  # lower case, "" when the page does not say
-    has_text: bool
 
 
 def page_facts(html: str, url: str) -> PageFacts:
@@ -37,10 +36,15 @@ def page_facts(html: str, url: str) -> PageFacts:
             links.append(urldefrag(urljoin(url, href))[0])
     root = soup.find("html")
     language = str(root.get("lang") or "").lower() if isinstance(root, Tag) else ""
+    return PageFacts(canonical, links, language)
+
+
+def holds_text(html: str) -> bool:
+    """Whether the page as served has words outside its scripts (asked of the start page only)."""
     words = 0
-    for text in soup.find_all(string=True):
+    for text in BeautifulSoup(html, "html.parser").find_all(string=True):
         if isinstance(text, NavigableString) and not any(p.name in _NOT_TEXT for p in text.parents):
             words += len(text.split())
             if words >= MIN_WORDS:
-                break
-    return PageFacts(canonical, links, language, words >= MIN_WORDS)
+                return True
+    return False

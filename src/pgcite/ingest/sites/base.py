@@ -157,7 +157,7 @@ class Site:
     markers: ClassVar[tuple[str, ...]] = ()  # site paths, any of which identifies the generator
     pages: ClassVar[tuple[str, ...]] = ("*.md", "*.markdown")  # file name globs of pages
     partials: ClassVar[tuple[str, ...]] = ()  # globs (under a content dir) of files that are not pages
-    # What publishes its API descriptions (openapi_anchors.RENDERERS); None: as each suggests.
+    # What publishes its API descriptions ("swagger-ui" or "redoc"); None: as each suggests.
     api_renderer: ClassVar[str | None] = None
 
     def __init__(self, files: Files) -> None:

@@ -35,10 +35,10 @@ _CHROME = (
     ".breadcrumb", ".toc", ".sidebar", ".sphinxsidebar", ".related", ".edit-this-page", ".theme-edit-this-page",
     ".pagination-nav", ".prev-next", ".cookie-banner", "#cookie-banner", ".copybtn", ".md-source-file",
     "[class*=language-] > .lang",  # VitePress's label of a code block's language, shown over the code
+    # A version or status badge beside a heading's text ("Rebuilds <Badge text="7.30"/>"): not the
+    # heading's name, as markdown-it-anchor and the sources' reading leave it out.
+    ":is(h1, h2, h3, h4, h5, h6) [class*=badge i]",
 )  # fmt: skip
-# A version or status badge beside a heading's text ("Rebuilds <Badge text="7.30"/>"): not the
-# heading's name, as markdown-it-anchor and the sources' reading leave it out.
-_HEADING_BADGE = ":is(h1, h2, h3, h4, h5, h6) [class*=badge i]"
 _EDIT_LINK = re.compile(
     r"^\s*(?:edit (?:this page|on github|on gitlab)|view (?:page )?source|improve this page)\s*$", re.I
 )
@@ -95,8 +95,6 @@ def html_markdown(html: str) -> tuple[str, str, str]:
     for selector in _CHROME:
         for element in main.select(selector):
             element.decompose()
-    for badge in main.select(_HEADING_BADGE):
-        badge.decompose()
     for title_tag_ in main.select(".admonition-title, .admonition > .title"):  # a note's title, as the page shows it
         title_tag_.name = "strong"
         title_tag_.wrap(soup.new_tag("p"))

@@ -137,6 +137,7 @@ class _Renderer(Schemas):
         groups: dict[str, list[tuple[str, str, dict[str, Any], list[Any]]]] = {
             tag: [] for tag in self._tag_descriptions()
         }
+        untagged = "" if self.renderer == "redoc" else UNTAGGED  # Redoc has no group for them
         for path, item in (self.spec.get("paths") or {}).items():
             item, _, _ = self.resolve(item)
             if not isinstance(item, dict):
@@ -146,7 +147,6 @@ class _Renderer(Schemas):
                 operation = item.get(method)
                 if isinstance(operation, dict):
                     tags = [t for t in operation.get("tags") or [] if isinstance(t, str) and t.strip()]
-                    untagged = "" if self.renderer == "redoc" else UNTAGGED  # Redoc has no group for them
                     groups.setdefault(tags[0].strip() if tags else untagged, []).append(
                         (str(path), method, operation, shared)
                     )

@@ -14,9 +14,8 @@ from typing import Any
 
 from pgcite.ingest.sites.openapi_schemas import as_text
 
-__all__ = ["RENDERERS", "operation_anchor", "renderer_of", "tag_anchor"]
+__all__ = ["UNTAGGED", "operation_anchor", "renderer_of", "tag_anchor"]
 
-RENDERERS = ("swagger-ui", "redoc")
 UNTAGGED = "default"  # Swagger UI's group for operations without tags
 # The vendor extensions only Redoc reads: a description that has them is published with Redoc.
 _REDOC_EXTENSIONS = ("x-tagGroups", "x-logo")

@@ -150,7 +150,7 @@ class Sphinx(Site):
         return Dialect(anchors=DOCUTILS)
 
     def route(self, site_path: str, front_matter: Mapping[str, Any]) -> str:
-        stem = next((site_path[: -len(s)] for s in self.suffixes if site_path.endswith(s)), site_path)
+        stem = self.outline.docname(site_path)
         if not self.dirhtml:
             return stem + self.page_suffix
         folder = stem[: -len("index")] if stem == "index" or stem.endswith("/index") else stem + "/"

@@ -121,10 +121,14 @@ class Outline:
     def ref(self, label: str, page: str) -> tuple[str, str] | None:
         """(site path, title) of the section `:ref:`label`` names, from the page `page`: its own
         labels first (an orphan page is in no toctree), then the site's."""
-        own = self._page(next((page[: -len(s)] for s in self.suffixes if page.endswith(s)), page))
-        if own is not None and (title := own[1].labels.get(_label(label))):
+        own, name = self._page(self.docname(page)), _label(label)
+        if own is not None and (title := own[1].labels.get(name)):
             return own[0], title
-        return self._walk().labels.get(_label(label))
+        return self._walk().labels.get(name)
+
+    def docname(self, site_path: str) -> str:
+        """A page's site path without its suffix (`guide/install.rst`: guide/install)."""
+        return next((site_path[: -len(s)] for s in self.suffixes if site_path.endswith(s)), site_path)
 
     def position(self, page: str) -> tuple[int | None, list[str]]:
         """The page's place in the toctrees' reading order (None: in none), and the pages whose
