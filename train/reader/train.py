@@ -1,8 +1,9 @@
 """Trains the reader: a cross-encoder that reads a question with a section and scores whether the
 section answers it, started from the bundled all-MiniLM-L6-v2 and trained on build_data.py's pairs.
 
-    .venv/bin/python train/reader/train.py --work /work/reader-work            # train (resumes)
-    .venv/bin/python train/reader/train.py --work /work/reader-work --export   # write src/pgcite/data/reader.*
+    .venv/bin/python train/reader/train.py --work /work/reader-work       # train (resumes)
+    .venv/bin/python train/reader/train.py --work W --only sent --sentences   # sentence.py's pairs
+    .venv/bin/python train/reader/export.py --work /work/reader-work      # write src/pgcite/data/reader.*
 
 The model is MiniLM's encoder, the question as segment A and the section as segment B, mean-pooled
 (as MiniLM was trained) into one logit. Word embeddings stay frozen: they are MiniLM's own, which
@@ -34,13 +35,16 @@ SEED = 41
 MAX_TOKENS = 192  # question + section, [CLS] and two [SEP] included (about 150 tokens of the section)
 GROUPS_PER_BATCH = 3  # 3 questions x (1 + 4 negatives) = 15 pairs
 NEGATIVES = 4  # of the 6 built per question, the first stage's best
+# --sentences: units of one or two sentences (sentences.py), about a third of a section's tokens
+SENTENCE_SHAPE = {"max_tokens": 96, "groups_per_batch": 8, "negatives": 3}  # 8 x (1 + 3) = 32 pairs
 LEARNING_RATE = 4e-5
 WARMUP = 0.06
 CHECKPOINT = 250
 DROP_BREADCRUMB = 0.3  # a share of groups read without their headings, so bodies are read too
 DEV_SITES = ("httpx", "helix", "rollup", "strawberry")  # held out of training to choose and check
 DEV_ARTICLES = ("squad-immune-system", "squad-warsaw")  # people.py's pairs held out the same way
-DEV = DEV_SITES + DEV_ARTICLES
+DEV_SENTENCES = ("sent-alps", "sent-antibiotics", "sent-architecture")  # and sentences.py's
+DEV = DEV_SITES + DEV_ARTICLES + DEV_SENTENCES
 
 
 class Reader(nn.Module):
@@ -69,7 +73,7 @@ class Reader(nn.Module):
         return self.head(pooled).squeeze(-1)
 
 
-def load_groups(work: Path, only: str = "") -> dict[str, list[dict]]:
+def load_groups(work: Path, only: str = "", negatives: int = NEGATIVES) -> dict[str, list[dict]]:
     """Each question's pairs, the section that answers it (if one does) first, by site (or SQuAD
     article); `only`: the files whose name starts with it."""
     by_site: dict[str, list[dict]] = {}
@@ -78,7 +82,7 @@ def load_groups(work: Path, only: str = "") -> dict[str, list[dict]]:
         for line in file.read_text().splitlines():
             row = json.loads(line)
             group = groups.setdefault(row["question"], {"question": row["question"], "texts": [], "labels": []})
-            if row["label"] or len(group["labels"]) - sum(group["labels"]) < NEGATIVES:
+            if row["label"] or len(group["labels"]) - sum(group["labels"]) < negatives:
                 group["texts"].append(row["text"])
                 group["labels"].append(row["label"])
         # A group with one answer is ranked and scored; one with none (a question its section does not
@@ -89,12 +93,12 @@ def load_groups(work: Path, only: str = "") -> dict[str, list[dict]]:
     return by_site
 
 
-def encode(tokenizer, question: str, texts: list[str]):
+def encode(tokenizer, question: str, texts: list[str], max_tokens: int = MAX_TOKENS):
     batch = tokenizer(
         [question] * len(texts),
         texts,
         truncation="only_second",
-        max_length=MAX_TOKENS,
+        max_length=max_tokens,
         padding=True,
         return_tensors="pt",
     )
@@ -105,7 +109,7 @@ def without_breadcrumb(text: str) -> str:
     return text.split("\n", 1)[1] if "\n" in text else text
 
 
-def batch_tensors(tokenizer, groups: list[dict], rng: random.Random):
+def batch_tensors(tokenizer, groups: list[dict], rng: random.Random, max_tokens: int):
     questions, texts, labels, sizes = [], [], [], []
     for g in groups:
         drop = rng.random() < DROP_BREADCRUMB
@@ -115,7 +119,7 @@ def batch_tensors(tokenizer, groups: list[dict], rng: random.Random):
             labels.append(label)
         sizes.append(len(g["texts"]))
     batch = tokenizer(
-        questions, texts, truncation="only_second", max_length=MAX_TOKENS, padding=True, return_tensors="pt"
+        questions, texts, truncation="only_second", max_length=max_tokens, padding=True, return_tensors="pt"
     )
     return batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], torch.tensor(labels).float(), sizes
 
@@ -141,13 +145,13 @@ def auc_of(pos: list[float], neg: list[float]) -> float:
 
 
 @torch.no_grad()
-def evaluate(model, tokenizer, groups: list[dict]) -> dict:
+def evaluate(model, tokenizer, groups: list[dict], max_tokens: int) -> dict:
     """The answering section's rank among its group; how well scores separate answers from the other
     candidates (auc) and from the passages of questions they do not answer (auc_unanswered)."""
     model.eval()
     first, ranked, positives, negatives, unanswered = 0, 0, [], [], []
     for g in groups:
-        ids, types, mask = encode(tokenizer, g["question"], g["texts"])
+        ids, types, mask = encode(tokenizer, g["question"], g["texts"], max_tokens)
         scores = model(ids, types, mask).numpy()
         labels = np.array(g["labels"])
         if not labels.any():
@@ -166,7 +170,17 @@ def evaluate(model, tokenizer, groups: list[dict]) -> dict:
     }
 
 
-def train(work: Path, epochs: float, only: str = "", start: Path | None = None, threads: int = 2) -> None:
+def train(
+    work: Path,
+    epochs: float,
+    only: str = "",
+    start: Path | None = None,
+    threads: int = 2,
+    shape: dict | None = None,
+    most_steps: int | None = None,
+) -> None:
+    """shape: max_tokens, groups_per_batch and negatives (the passage recipe's unless given);
+    most_steps: a cap on the schedule's length, so a run is sized to the hours at hand."""
     from transformers import AutoTokenizer
 
     torch.manual_seed(SEED)
@@ -174,7 +188,9 @@ def train(work: Path, epochs: float, only: str = "", start: Path | None = None, 
     rng = random.Random(SEED)
     model_dir = bundled_model_dir()
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    by_site = load_groups(work, only)
+    shape = shape or {"max_tokens": MAX_TOKENS, "groups_per_batch": GROUPS_PER_BATCH, "negatives": NEGATIVES}
+    per_batch, max_tokens = shape["groups_per_batch"], shape["max_tokens"]
+    by_site = load_groups(work, only, shape["negatives"])
     train_groups = [g for site, gs in sorted(by_site.items()) if site not in DEV for g in gs]
     dev_groups = [g for site in DEV for g in by_site.get(site, [])]
     rng.shuffle(train_groups)
@@ -186,7 +202,9 @@ def train(work: Path, epochs: float, only: str = "", start: Path | None = None, 
         for kept in [[g for g in dev_groups if any(g["labels"]) == answered]]
         for g in dev_rng.sample(kept, min(120, len(kept)))
     ]
-    steps = int(len(train_groups) * epochs / GROUPS_PER_BATCH)
+    steps = int(len(train_groups) * epochs / per_batch)
+    if most_steps:
+        steps = min(steps, most_steps)
     model = Reader(model_dir, start)
     optimiser = torch.optim.AdamW(
         [p for p in model.parameters() if p.requires_grad], lr=LEARNING_RATE, weight_decay=0.01
@@ -206,16 +224,16 @@ def train(work: Path, epochs: float, only: str = "", start: Path | None = None, 
         rng.setstate(saved["rng"])
         print(f"resumed at step {state['step']} of {steps}", file=sys.stderr)
     else:
-        state["log"].append({"step": 0, **evaluate(model, tokenizer, dev_groups)})
+        state["log"].append({"step": 0, **evaluate(model, tokenizer, dev_groups, max_tokens)})
         print(state["log"][-1], file=sys.stderr)
     print(f"{len(train_groups)} training questions, {len(dev_groups)} dev; {steps} steps", file=sys.stderr)
     model.train()
     started, losses = time.process_time(), []
     while state["step"] < steps:
         s = state["step"]
-        index = (s * GROUPS_PER_BATCH) % len(train_groups)
-        groups = train_groups[index : index + GROUPS_PER_BATCH]
-        ids, types, mask, labels, sizes = batch_tensors(tokenizer, groups, rng)
+        index = (s * per_batch) % len(train_groups)
+        groups = train_groups[index : index + per_batch]
+        ids, types, mask, labels, sizes = batch_tensors(tokenizer, groups, rng, max_tokens)
         loss = loss_of(model(ids, types, mask), labels, sizes)
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -228,7 +246,11 @@ def train(work: Path, epochs: float, only: str = "", start: Path | None = None, 
             state["cpu_seconds"] += time.process_time() - started
             started = time.process_time()
             state["log"].append(
-                {"step": state["step"], "loss": float(np.mean(losses)), **evaluate(model, tokenizer, dev_groups)}
+                {
+                    "step": state["step"],
+                    "loss": float(np.mean(losses)),
+                    **evaluate(model, tokenizer, dev_groups, max_tokens),
+                }
             )
             losses = []
             print(state["log"][-1], f"{state['cpu_seconds'] / 3600:.2f} CPU h", file=sys.stderr, flush=True)
@@ -244,7 +266,7 @@ def train(work: Path, epochs: float, only: str = "", start: Path | None = None, 
                 tmp,
             )
             tmp.replace(checkpoint)
-    (work / "train_log.json").write_text(json.dumps(state | {"steps": steps, "seed": SEED}, indent=1))
+    (work / "train_log.json").write_text(json.dumps(state | {"steps": steps, "seed": SEED, "shape": shape}, indent=1))
 
 
 def main() -> int:
@@ -254,14 +276,11 @@ def main() -> int:
     parser.add_argument("--only", default="", help="train on the pair files whose name starts with this")
     parser.add_argument("--start", type=Path, help="an exported reader.safetensors to go on from")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--export", action="store_true", help="write the trained reader into pgcite's data")
+    parser.add_argument("--sentences", action="store_true", help="units of a sentence or two (sentences.py's pairs)")
+    parser.add_argument("--most-steps", type=int, help="stop the schedule at this many steps")
     args = parser.parse_args()
-    if args.export:
-        from export import export
-
-        export(args.work)
-    else:
-        train(args.work, args.epochs, args.only, args.start, args.threads)
+    shape = SENTENCE_SHAPE if args.sentences else None
+    train(args.work, args.epochs, args.only, args.start, args.threads, shape, args.most_steps)
     return 0
 
 
