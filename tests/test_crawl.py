@@ -1,7 +1,10 @@
 """A published site by its URL (pgcite.ingest.crawl): Sphinx's own build of the test project
 served by a real HTTP server on loopback that counts what it is asked, read as the same folder of
 HTML reads; robots.txt, sitemaps, conditional requests on a re-sync, Retry-After, and the pages a
-crawler must not store (a redirect loop, a 10 MB page, binary content, other places)."""
+crawler must not store (a redirect loop, a 10 MB page, binary content, other places). Hostile
+answers (`Site.routes`): a page or robots.txt that never ends, malformed links and redirects, a
+100,000-URL sitemap, canonical links that claim another page, redirects to another loopback
+server, declared charsets, a robots.txt that answers 5xx or runs to megabytes."""
 
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,7 +29,9 @@ from tests.test_sync_server import SECRET, github, push_payload, wait_done
 from pgcite.config import Settings
 from pgcite.core import Pgcite
 from pgcite.errors import SourceError
-from pgcite.ingest.crawl import CrawlSettings, WebSource, _Pace
+from pgcite.ingest import crawl as crawl_module
+from pgcite.ingest.crawl import CrawlSettings, WebSource
+from pgcite.ingest.fetch import Pace
 from pgcite.ingest.flow import open_location
 from pgcite.ingest.sites import detect
 from pgcite.ingest.sources import Document, Skipped, Unchanged
@@ -44,6 +50,8 @@ class Site:
     times: list[float] = field(default_factory=list)
     busy: set[str] = field(default_factory=set)  # paths answered 429 once already
     url: str = ""
+    # path -> what answers it instead of the files (the handler is passed): hostile answers
+    routes: dict[str, Callable[[BaseHTTPRequestHandler], None]] = field(default_factory=dict)
 
 
 def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
@@ -66,6 +74,8 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             site.times.append(time.monotonic())
             if self.headers.get("If-None-Match"):
                 site.conditional[path] += 1
+            if path in site.routes:
+                return site.routes[path](self)
             if path == "/robots.txt":
                 return self.send(200, site.robots.encode(), "text/plain")
             if path == "/docs/sitemap.xml" and site.sitemap is not None:
@@ -99,18 +109,34 @@ def sphinx_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_html(tmp_path_factory.mktemp("crawl") / "html")
 
 
-@pytest.fixture
-def served(sphinx_html: Path, tmp_path: Path) -> Iterator[Site]:
-    root = tmp_path / "site"
-    shutil.copytree(sphinx_html, root)
-    site = Site(root)
+@contextmanager
+def serving(site: Site) -> Iterator[Site]:
+    """`site` served on a free loopback port (127.0.0.1 only), until the block ends."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(site))
     site.url = f"http://127.0.0.1:{server.server_address[1]}/docs/"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield site
-    server.shutdown()
-    server.server_close()
+    try:
+        yield site
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def served(sphinx_html: Path, tmp_path: Path) -> Iterator[Site]:
+    root = tmp_path / "site"
+    shutil.copytree(sphinx_html, root)
+    with serving(Site(root)) as site:
+        yield site
+
+
+@pytest.fixture
+def elsewhere(tmp_path: Path) -> Iterator[Site]:
+    """Another site on another loopback port: another host, as far as a URL says."""
+    (tmp_path / "elsewhere").mkdir()
+    with serving(Site(tmp_path / "elsewhere", robots="User-agent: *\nAllow: /\n")) as site:
+        yield site
 
 
 def crawl(url: str, known: dict[str, str] | None = None, **settings: float):
@@ -155,7 +181,9 @@ def test_a_re_sync_of_an_unchanged_site_sends_only_conditional_requests(
 
 def test_robots_txt_forbidding_everything_is_a_clear_error(served: Site) -> None:
     served.robots = "User-agent: *\nDisallow: /\n"
-    with pytest.raises(SourceError, match=r"^http://127.0.0.1:\d+/robots.txt forbids pgcite to read http://127.0.0.1:\d+/docs/"):
+    with pytest.raises(
+        SourceError, match=r"^http://127.0.0.1:\d+/robots.txt forbids pgcite to read http://127.0.0.1:\d+/docs/"
+    ):
         crawl(served.url)
     assert [p for p in served.seen if p != "/robots.txt"] == []
 
@@ -225,7 +253,7 @@ def test_max_pages_bounds_a_crawl(served: Site) -> None:
 
 
 def test_a_site_that_says_too_many_is_asked_half_as_often_until_it_answers_again() -> None:
-    pace = _Pace(0.1)
+    pace = Pace(0.1)
     pace.slow_down()
     pace.slow_down()
     assert pace.interval == pytest.approx(0.4)
@@ -237,19 +265,40 @@ def test_a_site_that_says_too_many_is_asked_half_as_often_until_it_answers_again
     assert pace.interval == pace.floor == 2.0
 
 
-def test_a_canonical_url_decides_where_a_page_is_stored_on_this_host_only(served: Site) -> None:
-    page = '<html lang="en"><head><link rel="canonical" href="{}"></head><body><main><h1>{}</h1></main></body></html>'
-    (served.root / "copy.html").write_text(page.format(f"{served.url}index.html", "Copy"))
-    (served.root / "old.html").write_text(page.format(served.url.replace("/docs/", "/latest/") + "old.html", "Old"))
-    (served.root / "mirror.html").write_text(page.format("https://docs.example.com/mirror.html", "Mirror"))
-    index = served.root / "index.html"
-    links = '<a href="copy.html">c</a> <a href="old.html">o</a> <a href="mirror.html">m</a>'
-    index.write_text(index.read_text().replace("</body>", links + "</body>"))
-    _, _, items = crawl(served.url, delay=0.0)
-    paths = [i.path for i in items]
-    assert "mirror.html" in paths  # production's address on another host: read here
-    assert "old.html" not in paths and "copy.html" not in paths  # elsewhere on the site; the index itself
-    assert paths.count("index.html") == 1
+def test_a_canonical_url_is_honoured_only_when_the_page_it_names_agrees(served: Site) -> None:
+    page = (
+        '<html lang="en"><head><link rel="canonical" href="{}"></head>'
+        "<body><main><h1>{}</h1><p>{}</p></main></body></html>"
+    )
+    docs = served.url
+    # Names a real page that does not agree (no canonical of its own, other content): kept at its own
+    # URL, and the real page keeps its URL and content (both orders: read after it, read before it).
+    (served.root / "claims.html").write_text(page.format(f"{docs}guide/tuning.html", "Claims", "Claimed text."))
+    (served.root / "early.html").write_text(page.format(f"{docs}guide/install.html", "Early", "Early text."))
+    # Names a page that names itself: a copy of it, left out (that page read though no sitemap lists it).
+    (served.root / "alias.html").write_text(page.format(f"{docs}named.html", "Alias", "Alias text."))
+    (served.root / "named.html").write_text(page.format(f"{docs}named.html", "Named", "Named text."))
+    (served.root / "old.html").write_text(page.format(docs.replace("/docs/", "/latest/") + "old.html", "Old", "Old."))
+    (served.root / "mirror.html").write_text(page.format("https://docs.example.com/mirror.html", "Mirror", "Here."))
+    listed = ["", "guide/tuning.html", "claims.html", "early.html", "guide/install.html", "alias.html"]
+    served.sitemap = (
+        '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        + "".join(f"<url><loc>{docs}{path}</loc></url>" for path in [*listed, "old.html", "mirror.html"])
+        + "</urlset>"
+    )
+    _, _, items = crawl(served.url, delay=0.0, concurrency=1)
+    texts = {i.path: i.text for i in items if isinstance(i, Document)}
+    assert "Claimed text." in texts["claims.html"] and "Early text." in texts["early.html"]
+    assert "turns per second" in texts["guide/tuning.html"] and "Claimed" not in texts["guide/tuning.html"]
+    assert "Early" not in texts["guide/install.html"]
+    assert "alias.html" not in texts and "Named text." in texts["named.html"]
+    assert "mirror.html" in texts  # production's address on another host: read here
+    assert "old.html" not in texts  # published elsewhere on this host
+    assert [i.path for i in items].count("index.html") == 1 and not [i for i in items if isinstance(i, Skipped)]
+    # A re-sync: the named page answers 304, and the decision made when it was read stands.
+    known = {i.path: i.stamp for i in items if isinstance(i, Document)}
+    _, _, again = crawl(served.url, known, delay=0.0, concurrency=1)
+    assert {i.path for i in again} == set(known) and all(isinstance(i, Unchanged) for i in again)
 
 
 def test_the_server_syncs_a_crawled_site_when_asked_pushed_and_scheduled(
@@ -260,10 +309,12 @@ def test_the_server_syncs_a_crawled_site_when_asked_pushed_and_scheduled(
     with Pgcite(settings, embedder=embedder) as app, running(app) as base:
         app.ingest(served.url, source="web")
         key = app.create_key("crawl-admin", admin=True)
-        for n, (trigger, start) in enumerate([
-            ("api", lambda: call(base, "/v1/sources/web/sync", b"", key=key).body["job"]["id"]),
-            ("github", lambda: github(base, "web", push_payload()).body["job"]["id"]),
-        ]):
+        for n, (trigger, start) in enumerate(
+            [
+                ("api", lambda: call(base, "/v1/sources/web/sync", b"", key=key).body["job"]["id"]),
+                ("github", lambda: github(base, "web", push_payload()).body["job"]["id"]),
+            ]
+        ):
             tuning.write_text(tuning.read_text().replace(f"{40 + n} turns per second", f"{41 + n} turns per second"))
             served.seen.clear()
             served.conditional.clear()
@@ -282,3 +333,181 @@ def test_the_server_syncs_a_crawled_site_when_asked_pushed_and_scheduled(
         assert app.source("web").last_sync["paths"]["changed"] == ["guide/tuning.html"]
         hits = app.search("default spin rate turns per second", k=3, filters=SearchFilter(source="web"))
         assert any("43 turns per second" in h.content for h in hits)
+
+
+# --- hostile answers -----------------------------------------------------------------------------
+
+Route = Callable[[BaseHTTPRequestHandler], None]
+
+
+def answer(status: int, body: bytes = b"", kind: str = "text/html", **headers: str) -> Route:
+    return lambda handler: handler.send(status, body, kind, **headers)  # type: ignore[attr-defined]
+
+
+def dripping(head: bytes, every: float, *, in_headers: bool = False, most: int = 100) -> Route:
+    """An answer that never ends: its head, then a byte every `every` seconds (well within any read
+    timeout), in its headers or in its body, `most` bytes at most (a bounded loop), until the
+    client hangs up."""
+
+    def route(handler: BaseHTTPRequestHandler) -> None:
+        handler.close_connection = True
+        try:
+            handler.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n")
+            if not in_headers:
+                handler.wfile.write(b"Content-Length: 1000000\r\n\r\n" + head)
+            for _ in range(most):
+                handler.wfile.flush()
+                time.sleep(every)
+                handler.wfile.write(b"x" if in_headers else b" ")  # in the headers: a name that never ends
+        except OSError:
+            pass  # the client hung up
+
+    return route
+
+
+def link_from_index(site: Site, *paths: str) -> None:
+    index = site.root / "index.html"
+    links = " ".join(f'<a href="{path}">{path}</a>' for path in paths)
+    index.write_text(index.read_text().replace("</body>", links + "</body>"))
+
+
+def urlset(urls: list[str]) -> bytes:
+    locs = "".join(f"<url><loc>{url}</loc></url>" for url in urls)
+    return f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{locs}</urlset>'.encode()
+
+
+def test_a_page_or_robots_txt_that_never_ends_is_abandoned_at_its_deadline(served: Site) -> None:
+    served.routes["/docs/drip.html"] = dripping(b'<html lang="en"><body><main><h1>Drip</h1><p>', 0.2)
+    link_from_index(served, "drip.html")
+    started = time.monotonic()
+    _, _, items = crawl(served.url, delay=0.0, page_deadline=1.0)
+    assert time.monotonic() - started < 8  # the read timeout (30 s) never tripped
+    by_path = {item.path: item for item in items}
+    assert isinstance(by_path["drip.html"], Skipped)
+    assert by_path["drip.html"].reason.startswith("did not finish within 1 s (a server sending it slowly")
+    assert sum(isinstance(i, Document) for i in items) == 4  # the other pages all read
+    # robots.txt whose headers never end: the crawl stops, in one line, before any page
+    served.routes["/robots.txt"] = dripping(b"", 0.2, in_headers=True)
+    served.seen.clear()
+    started = time.monotonic()
+    with pytest.raises(
+        SourceError, match=r"^cannot read http://127.0.0.1:\d+/robots.txt: did not finish within 1 s .*try later$"
+    ):
+        crawl(served.url, page_deadline=1.0)
+    assert time.monotonic() - started < 5 and list(served.seen) == ["/robots.txt"]
+
+
+def test_a_crawl_past_its_deadline_stores_what_it_read_and_names_the_rest(
+    served: Site, settings: Settings, embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each answer has its 2 minutes; the crawl 5 s: a page dripping holds it no longer than that.
+    monkeypatch.setattr(crawl_module, "CrawlSettings", lambda: CrawlSettings(delay=0.0, deadline=5.0))
+    served.routes["/docs/drip.html"] = dripping(b'<html lang="en"><body><main><h1>Drip</h1><p>', 0.2)
+    link_from_index(served, "drip.html")
+    with Pgcite(settings, embedder=embedder) as app:
+        started = time.monotonic()
+        first = app.ingest(served.url, source="web")
+        assert time.monotonic() - started < 60
+        assert first.new == 4 and [s.path for s in first.skipped] == ["drip.html"]
+        assert first.skipped[0].reason.startswith("not read: the crawl reached its deadline (5 s) first")
+        # A known page that now never ends (and drip.html gone): named, and its stored version kept.
+        served.routes["/docs/guide/tuning.html"] = served.routes.pop("/docs/drip.html")
+        again = app.sync("web")
+        assert [s.path for s in again.skipped] == ["guide/tuning.html"]
+        assert again.skipped[0].reason.startswith("not read: the crawl reached its deadline (5 s) first")
+        assert again.removed == 0 and again.unchanged == 3
+        hits = app.search("default spin rate turns per second", k=3, filters=SearchFilter(source="web"))
+        assert any("40 turns per second" in h.content for h in hits)
+
+
+def test_a_malformed_link_or_redirect_is_skipped_and_the_crawl_goes_on(served: Site) -> None:
+    (served.root / "extra.html").write_text(
+        '<html lang="en"><body><main><h1>Extra</h1><p>Links.</p><a href="http://[bad">bad</a> '
+        '<a href="http://[bad">again</a> <a href="moved.html">moved</a></main></body></html>'
+    )
+    served.routes["/docs/moved.html"] = answer(302, Location="http://[bad/")
+    link_from_index(served, "extra.html")
+    _, _, items = crawl(served.url, delay=0.0)
+    skipped = {i.path: i.reason for i in items if isinstance(i, Skipped)}
+    assert set(skipped) == {"http://[bad", "moved.html"}  # the link said once
+    assert skipped["http://[bad"].startswith("a malformed link on http://127.0.0.1:")
+    assert "extra.html (Invalid IPv6 URL): not followed; fix it on the site" in skipped["http://[bad"]
+    assert skipped["moved.html"].startswith("redirects to a malformed address 'http://[bad/' (Invalid IPv6 URL)")
+    assert sum(isinstance(i, Document) for i in items) == 5  # the four pages and extra.html
+    # In a sitemap: left out, the pages it lists read.
+    served.sitemap = urlset(["http://[bad", served.url, f"{served.url}guide/faq.html"]).decode()
+    _, _, items = crawl(served.url, delay=0.0)
+    assert sorted(i.path for i in items) == ["guide/faq.html", "index.html"]
+
+
+def test_a_100000_url_sitemap_is_read_in_linear_time_up_to_the_page_limit(served: Site) -> None:
+    for n in (1, 2):  # a sitemap's legal maximum, twice, behind a sitemap index
+        urls = [f"{served.url}pages/{n}-{i}.html" for i in range(50_000)]
+        served.routes[f"/docs/sitemap-{n}.xml"] = answer(200, urlset(urls), "application/xml")
+    served.routes["/docs/sitemap.xml"] = answer(
+        200,
+        (
+            '<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            f"<sitemap><loc>{served.url}sitemap-1.xml</loc></sitemap>"
+            f"<sitemap><loc>{served.url}sitemap-2.xml</loc></sitemap></sitemapindex>"
+        ).encode(),
+        "application/xml",
+    )
+    source = open_location(served.url, Settings())
+    scan = source.scan({})
+    started = time.monotonic()
+    first = next(scan)  # the sitemaps are read before the start page is given
+    assert time.monotonic() - started < 15 and first.path == "index.html"
+    scan.close()
+    assert served.seen["/docs/sitemap-1.xml"] == 1 and served.seen["/docs/sitemap-2.xml"] == 0  # the limit reached
+
+
+def test_robots_txt_and_sitemaps_never_follow_a_redirect_to_another_host(served: Site, elsewhere: Site) -> None:
+    other = elsewhere.url.removesuffix("docs/")
+    served.routes["/robots.txt"] = answer(302, Location=f"{other}robots.txt")
+    served.routes["/docs/sitemap.xml"] = answer(301, Location=f"{other}sitemap.xml")
+    served.routes["/sitemap.xml"] = answer(307, Location=f"{other}docs/sitemap.xml")
+    _, _, items = crawl(served.url, delay=0.0)
+    assert not elsewhere.seen  # nothing asked of the other host
+    assert sum(isinstance(i, Document) for i in items) == 4  # robots.txt unavailable, pages found by links
+
+
+def test_a_page_is_read_in_the_charset_it_declares(served: Site) -> None:
+    latin = '<html lang="en"><body><main><h1>Café</h1><p>Crème brûlée, à la carte.</p></main></body></html>'
+    served.routes["/docs/latin.html"] = answer(200, latin.encode("iso-8859-1"), "text/html; charset=iso-8859-1")
+    (served.root / "meta.html").write_bytes(
+        '<html lang="en"><head><meta charset="windows-1252"><title>Q</title></head><body><main><h1>Quotes</h1>'
+        "<p>\u201cSmart\u201d quotes \u2013 and a dash.</p></main></body></html>".encode("cp1252")
+    )
+    # A charset no browser knows, or a codec that is no charset: read as UTF-8.
+    odd = (
+        '<html lang="en"><head><meta charset="utf-7"></head>'
+        "<body><main><h1>Naïve</h1><p>+ADw-b+AD4-</p></main></body></html>"
+    )
+    served.routes["/docs/odd.html"] = answer(200, odd.encode(), "text/html; charset=rot13")
+    link_from_index(served, "latin.html", "meta.html", "odd.html")
+    _, _, items = crawl(served.url, delay=0.0)
+    texts = {i.path: i.text for i in items if isinstance(i, Document)}
+    assert "Crème brûlée, à la carte." in texts["latin.html"]
+    assert "\u201cSmart\u201d quotes \u2013 and a dash." in texts["meta.html"]
+    assert "Naïve" in texts["odd.html"] and "+ADw-b+AD4-" in texts["odd.html"]
+    assert not [i for i in items if isinstance(i, Skipped)]
+
+
+@pytest.mark.parametrize("status", [500, 503])
+def test_robots_txt_that_cannot_be_read_stops_the_crawl(served: Site, status: int) -> None:
+    served.routes["/robots.txt"] = answer(status, b"down", "text/plain", Retry_After="0")
+    with pytest.raises(
+        SourceError, match=rf"^cannot read http://127.0.0.1:\d+/robots.txt: HTTP {status}; .*try later$"
+    ):
+        crawl(served.url)
+    assert list(served.seen) == ["/robots.txt"]  # no page asked: RFC 9309's complete disallow
+
+
+def test_robots_txt_is_read_up_to_500_kib(served: Site) -> None:
+    padding = ("# " + "x" * 97 + "\n") * 20_000  # 2 MB of comments
+    served.robots = f"User-agent: *\nDisallow: /docs/guide/faq.html\n{padding}Disallow: /docs/guide/tuning.html\n"
+    _, _, items = crawl(served.url, delay=0.0)
+    paths = {i.path for i in items}
+    assert "guide/tuning.html" in paths  # its rule lies past 500 KiB: not read
+    assert "guide/faq.html" not in paths and "/docs/guide/faq.html" not in served.seen
