@@ -44,6 +44,9 @@ def _zip() -> bytes:
     ("GET", "/v1/log?source=%00", None, 400),
     ("DELETE", "/v1/sources/%00", None, 400),
     ("POST", "/v1/sources/%00/ingest", b"", 400),
+    # A base URL that would begin every citation with script (or no address at all): refused before a job.
+    ("POST", "/v1/sources/jam/ingest?base_url=javascript%3Aalert(1)", _zip(), 400),
+    ("POST", "/v1/sources/jam/ingest?base_url=%2Fdocs%2F", _zip(), 400),
     # An interval PostgreSQL cannot hold (503), or a schedule nobody means.
     ("PUT", "/v1/sources/widgets/schedule", {"every": "99999999999999d"}, 400),
     ("PUT", "/v1/sources/widgets/schedule", {"every": "400d"}, 400),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,8 @@ import pytest
 from pgcite.config import Settings
 from pgcite.embedding.models import OpenAIEmbedder, make_embedder
 from pgcite.errors import EmbeddingError, ModelMismatchError, PgciteError, SourceError
-from pgcite.ingest.flow import ingest, open_location
+from pgcite.ingest.flow import ingest, open_location, web_base_url
+from pgcite.ingest.sites import detect
 from pgcite.retrieval.search import search
 from pgcite.store import SearchFilter, Store
 from tests.fake_openai import FakeOpenAI, closed_port
@@ -261,3 +263,36 @@ def test_a_folder_without_pages_is_an_error_and_removes_nothing(settings: Settin
         after = dict(store.conn.execute("SELECT id, content FROM chunks ORDER BY id").fetchall())
         names = [s.name for s in store.list_sources()]
     assert after == before and names == ["w"]  # the failed new source left no row behind
+
+
+@pytest.mark.parametrize(("files", "setting"), [
+    ({"conf.py": 'project = "x"\nhtml_baseurl = "javascript:alert(document.domain)//"\n',
+      "index.rst": "Home\n====\n\nText.\n"}, "conf.py's html_baseurl 'javascript:alert(document.domain)//'"),
+    ({"mkdocs.yml": "site_name: x\nsite_url: 'javascript:alert(1)'\n", "docs/index.md": "# Home\n\nText.\n"},
+     "mkdocs.yml's site_url 'javascript:alert(1)'"),
+    ({"hugo.toml": 'baseURL = "data:text/html,<script>alert(1)</script>"\n', "content/_index.md": "# Home\n\nText.\n"},
+     "the Hugo configuration's baseURL 'data:text/html,<script>alert(1)</script>'"),
+])
+def test_a_base_url_that_is_not_http_is_refused_wherever_it_is_read(
+    settings: Settings, tmp_path: Path, files: dict[str, str], setting: str
+):
+    """`javascript:` from conf.py (or --base-url, mkdocs.yml, Hugo's config) began every citation URL."""
+    for path, content in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(content)
+    site = detect(open_location(str(tmp_path), settings))
+    # The site's own: left out, said in the report; pages are cited by path.
+    assert web_base_url("", site) == ("", [
+        f"{setting} is not an http:// or https:// address: left out, so answers cite paths, not links; "
+        "give --base-url https://... for links"
+    ])
+    assert web_base_url("https://docs.example.com/", site) == ("https://docs.example.com/", [])
+    # One given (--base-url, an upload's base_url): refused before anything is stored.
+    with Store.open(settings) as store:
+        for given in ("javascript:alert(1)", "/docs/", "https://[bad", "ftp://docs.example.com/"):
+            with pytest.raises(SourceError, match=rf"^the base URL {re.escape(repr(given))} is not an http:// or "
+                               r"https:// address: give the address the docs are published at "
+                               r"\(https://docs.example.com/\)$"):
+                ingest(open_location(str(tmp_path), settings), source_name="x", base_url=given, settings=settings,
+                       store=store, embedder=None)  # type: ignore[arg-type]  # refused before it is needed
+        assert store.list_sources() == []

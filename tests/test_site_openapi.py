@@ -6,6 +6,9 @@ written for these tests; then an ingest and `ask` against the real database and 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ from pgcite.errors import SourceError
 from pgcite.ingest.flow import ingest, open_location
 from pgcite.ingest.sites import join_url
 from pgcite.ingest.sites.base import Page
+from pgcite.ingest.sites.openapi import spec_markdown
 from pgcite.store import Store
 
 SPEC = Path(__file__).parent / "sites" / "openapi" / "openapi.yaml"
@@ -171,6 +175,63 @@ def test_what_is_not_an_api_description_is_refused_in_one_line(settings: Setting
     (tmp_path / "notes.txt").write_text("hello\n")
     with pytest.raises(SourceError, match=r"notes.txt is a file pgcite does not read alone"):
         open_location(str(tmp_path / "notes.txt"), settings)
+
+
+# A 1 KB description whose example is ten levels of ten YAML aliases: 10^9 strings when expanded.
+LAUGHS = (
+    "openapi: 3.0.3\ninfo: {title: Laughs, version: '1'}\nx-lol:\n  a0: &a0 lol\n"
+    + "".join(f"  a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 10)}]\n" for n in range(1, 10))
+    + "paths:\n  /lol:\n    get:\n      responses:\n        '200':\n          description: lol\n"
+    "          content:\n            application/json:\n              schema: {type: array, enum: *a9}\n"
+    "              example: *a9\n"
+)
+
+
+def test_a_billion_laughs_description_is_refused_in_one_line_in_little_memory(tmp_path: Path) -> None:
+    """Its example, dumped as JSON, grew one ingest to 23 GB: the aliases are counted before anything
+    is built from them, in a child process held to 1 GB of address space."""
+    (tmp_path / "openapi.yaml").write_text(LAUGHS)
+    script = textwrap.dedent(f"""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+        from pgcite.ingest.flow import open_location
+        from pgcite.ingest.sites import detect
+        from pgcite.config import Settings
+        source = open_location({str(tmp_path)!r}, Settings())
+        site = detect(source)
+        source.include = site.include
+        [document] = list(source.scan())
+        try:
+            site.render(document)
+        except ValueError as err:
+            print(err)
+        # This process's own peak (ru_maxrss would carry the forking test process's over exec).
+        peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+        print(int(peak.split()[1]) // 1024)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    reason, megabytes = done.stdout.splitlines()
+    assert reason == (
+        "its YAML aliases expand to over 1,000,000 nodes more than it holds (a 'billion laughs'): "
+        "write the repeated parts out, or share them with $ref"
+    )
+    assert int(megabytes) < 300
+
+
+def test_a_description_sharing_a_few_parts_by_yaml_anchors_reads_them_in(tmp_path: Path) -> None:
+    spec = SPEC.read_text().replace(
+        "example: {title: Dune, isbn: \"9780441013593\", category: {name: fiction}}",
+        "example: &dune {title: Dune, isbn: \"9780441013593\", category: &fiction {name: fiction}}",
+    )
+    assert "&dune" in spec
+    spec += "x-samples: [*dune, *dune, {shelf: *fiction}]\n"
+    (tmp_path / "openapi.yaml").write_text(spec)
+    _, pages = read_site(tmp_path)
+    assert '"isbn": "9780441013593"' in sections(pages["openapi.yaml"])["/books/createBook"]
+    for doc in ("a: &a [*a]\n", "openapi: 3.0.3\nx: " + "[" * 1000 + "]" * 1000 + "\n"):
+        with pytest.raises(ValueError, match=r"^(a YAML alias refers to a node that holds it|nested deeper)"):
+            spec_markdown(doc, "openapi.yaml")
 
 
 def test_which_endpoint_and_what_it_returns_are_answered_with_the_operation_cited(

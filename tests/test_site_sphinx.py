@@ -16,10 +16,12 @@ import pytest
 from tests.test_sites import read_site, text
 
 from pgcite.config import Settings
+from pgcite.errors import SourceError
 from pgcite.ingest.flow import ingest, open_location
 from pgcite.ingest.report import IngestReport
-from pgcite.ingest.sites import join_url
+from pgcite.ingest.sites import detect, join_url
 from pgcite.ingest.sites.sphinx import read_conf
+from pgcite.ingest.sources import Document
 from pgcite.retrieval.search import search
 from pgcite.store.pages_sql import list_pages, read_page
 from pgcite.store import Store
@@ -38,6 +40,54 @@ def test_conf_py_is_read_not_run_and_says_the_pages_the_base_url_and_the_languag
     assert set(pages) == {"index.rst", "guide/install.rst", "guide/tuning.rst", "guide/faq.md"}
     assert pages["guide/tuning.rst"].route == "guide/tuning.html" and pages["guide/faq.md"].route == "guide/faq.html"
     assert join_url(BASE, pages["guide/tuning.rst"].route, "spin-rate") == f"{BASE}guide/tuning.html#spin-rate"
+
+
+@pytest.mark.parametrize(
+    "conf",
+    [
+        # A widely used project's way: MyST only where the man pages are not being built.
+        'project = "x"\nextensions = ["sphinx.ext.autodoc"]\nif "man" not in tags:\n'
+        '    extensions.extend(("myst_parser", "sphinx_copybutton"))\n',
+        'project = "x"\nextensions = []\ntry:\n    import myst_parser\n    extensions += ["myst_parser"]\n'
+        "except ImportError:\n    pass\n",
+        'project = "x"\nextensions = base_extensions + ["myst_parser"] if on_rtd else []\n',
+        'project = "x"\nextensions = []\nfor name in ("a", "b"):\n    extensions.append("myst_parser.sphinx_")\n',
+        'project = "x"\ndef setup(app):\n    app.setup_extension("myst_nb")\n',
+        'project = "x"\nextensions = get_extensions()\nmyst_enable_extensions = ["colon_fence"]\n',  # MyST's settings
+        'project = "x"\nif True:\n    myst_heading_anchors = 3\n',
+    ],
+)
+def test_myst_is_seen_however_conf_py_enables_it(tmp_path: Path, conf: str) -> None:
+    """A project adding myst_parser with `extensions.extend(...)` in a branch lost 40 Markdown pages."""
+    (tmp_path / "conf.py").write_text(conf)
+    (tmp_path / "index.rst").write_text("Home\n====\n\nText.\n")
+    (tmp_path / "guide.md").write_text("# Guide\n\n```{note}\nRead me.\n```\n")
+    site, pages = read_site(tmp_path)
+    assert site.name == "sphinx" and set(pages) == {"index.rst", "guide.md"}
+    assert "> **Note:** Read me." in text(pages["guide.md"])
+
+
+def test_extensions_are_read_wherever_conf_py_names_them_and_never_run() -> None:
+    conf = read_conf(
+        'extensions = ["a"]\nextensions += ("b",)\nif x:\n    extensions.append("c")\nelse:\n'
+        '    extensions.insert(0, "d")\nextensions.extend(["e"] + more)\nextensions.append(name)\n'
+        'extensions.append("a")\nlanguage = "en"\n'
+    )
+    assert conf["extensions"] == ["a", "b", "c", "d", "e"] and conf["language"] == "en"
+    assert read_conf('extensions = ["a"]\nimport os\nos.system("touch /tmp/ran")\n')["extensions"] == ["a"]
+    assert read_conf("not python at all (\n") == {}
+
+
+@pytest.mark.parametrize("nested", ["x = " + "-" * 100_000 + "1\n", "x = 1" + "+1" * 100_000 + "\n"])
+def test_a_conf_py_nested_past_pythons_parser_is_one_clear_line(tmp_path: Path, nested: str) -> None:
+    """MemoryError and RecursionError from ast.parse were a traceback out of `pgcite ingest`."""
+    (tmp_path / "conf.py").write_text(nested)
+    (tmp_path / "index.rst").write_text("Home\n====\n\nText.\n")
+    with pytest.raises(SourceError, match=r"^conf.py nests deeper than Python's parser reads \((MemoryError|"
+                       r"RecursionError)\), so Sphinx could not run it either: simplify it, or name the site "
+                       r"generator with --site$"):
+        read_site(tmp_path)
+    assert read_site(tmp_path, site="plain")[0].name == "plain"
 
 
 def test_a_conf_py_that_is_not_sphinxs_is_not_taken_for_it(tmp_path: Path) -> None:
@@ -133,6 +183,27 @@ def test_an_include_outside_the_project_is_left_out_and_said(tmp_path: Path) -> 
     assert len(page.problems) == 2 and all("left out" in p for p in page.problems)
 
 
+def test_a_line_over_docutils_limit_is_read_and_what_docutils_cannot_read_whole_says_why(tmp_path: Path) -> None:
+    """docutils reads nothing of a page with a line over 10,000 characters: the page was stored empty."""
+    (tmp_path / "conf.py").write_text('project = "x"\n')
+    table = "| " + " | ".join(f"cell{n}" for n in range(3000)) + " |"  # 27,000 characters
+    (tmp_path / "long.rst").write_text(f"Long\n====\n\nBefore.\n\n{table}\n\nAfter.\n")
+    _, pages = read_site(tmp_path)
+    assert "Before." in text(pages["long.rst"]) and "cell2999 |" in text(pages["long.rst"])
+    assert "After." in text(pages["long.rst"])
+    # Past what pgcite reads, and a list nested far deeper than a page ever is: the reason, not an empty page.
+    (tmp_path / "long.rst").write_text("Long\n====\n\n" + "word " * 200_001 + "\n")
+    (tmp_path / "deep.rst").write_text("Deep\n====\n\n" + "- " * 10_000 + "x\n")
+    source = open_location(str(tmp_path), Settings())
+    site = detect(source)
+    source.include = site.include
+    documents = {d.path: d for d in source.scan() if isinstance(d, Document)}
+    with pytest.raises(ValueError, match=r"^line 4 is over 1,000,000 characters, more than docutils reads in one line"):
+        site.render(documents["long.rst"])
+    with pytest.raises(ValueError, match=r"^nested deeper than pgcite reads reStructuredText"):
+        site.render(documents["deep.rst"])
+
+
 def test_a_sphinx_project_is_searched_and_cited_with_its_published_links(
     settings: Settings, embedder, tmp_path: Path
 ) -> None:
@@ -200,6 +271,30 @@ def test_read_the_docs_settings_say_when_pages_are_folders(tmp_path: Path, setti
     _, pages = read_site(docs)
     assert {p.route for p in pages.values()} == {"", "license/", "guide/", "guide/install/"}
     assert "SECRET" not in text(pages["index.rst"])  # a hidden file that is not a site's settings
+
+
+@pytest.mark.parametrize("ingested", ["docs/source", "docs/source/guide"])
+def test_read_the_docs_settings_at_the_root_of_an_exported_tree_are_found(tmp_path: Path, ingested: str) -> None:
+    """No .git, no licence (an exported tree, a zip): the settings two folders above conf.py were missed."""
+    tree = tmp_path / "exports" / "tree"
+    source = tree / "docs" / "source"
+    (source / "guide").mkdir(parents=True)
+    (tree / ".readthedocs.yaml").write_text(
+        "version: 2\nsphinx:\n  configuration: docs/source/conf.py\n  builder: dirhtml\n"
+    )
+    (source / "conf.py").write_text('project = "x"\n')
+    (source / "index.rst").write_text("Home\n====\n\nText.\n")
+    (source / "guide" / "install.rst").write_text("Install\n=======\n\nText.\n")
+    _, pages = read_site(tree / ingested)
+    assert {p.route for p in pages.values()} >= {"guide/install/"}
+    # Never above the root of what may be read: --include-root at the docs folder leaves them out.
+    _, pages = read_site(source, include_root=str(tree / "docs"))
+    assert pages["guide/install.rst"].route == "guide/install.html"
+    # A tree without them: an unrelated folder's further up (past the project's levels) are not looked for.
+    (tmp_path / ".readthedocs.yaml").write_text("version: 2\nsphinx:\n  builder: dirhtml\n")
+    (tree / ".readthedocs.yaml").unlink()
+    _, pages = read_site(source)
+    assert pages["guide/install.rst"].route == "guide/install.html"
 
 
 def test_without_read_the_docs_settings_pages_are_html_files(tmp_path: Path) -> None:

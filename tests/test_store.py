@@ -18,6 +18,7 @@ from pgcite.store import ChunkRow, SearchFilter, Store, WordMatch, embed_hash, s
 from pgcite.store.index_sql import HNSW_EF_CONSTRUCTION, refresh_statistics
 from pgcite.store.schema import MIGRATIONS
 from tests.fake_openai import closed_port
+from tests.test_cli import pgcite
 
 
 def _rows(doc: str, n: int, rng: np.random.Generator, dim: int = 16) -> list[ChunkRow]:
@@ -157,6 +158,24 @@ def test_embedded_server_recovers_after_sigkill(server_tmp: Path):
         assert server.running_pid(home) not in (None, pid)
     finally:
         server.stop(home)
+
+
+def test_a_home_whose_path_holds_a_space_and_an_equals_sign(server_tmp: Path):
+    """macOS's data folder has a space: postgres got its socket folder as two arguments and never
+    started, and an `=` broke the connection URI. The same home through PGCITE_HOME, as the CLI reads it."""
+    home = server_tmp / "Application Support" / "pg=cite docs"
+    try:
+        with Store.open(Settings(home=home)) as store:
+            store.bind_model("m", 16)
+            assert store.conn.info.host == str(home / "postgres")  # its socket, in the home as given
+        with Store.open(Settings(home=home), read_only=True) as store:  # the query path connects again
+            assert store.stored_model() == ("m", 16)
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("PGCITE_")}, "PGCITE_HOME": str(home)}
+        done = pgcite("status", env=env)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    finally:
+        server.stop(home)
+    assert server.running_pid(home) is None
 
 
 def test_a_select_only_role_can_search_an_up_to_date_database(database_url: str):

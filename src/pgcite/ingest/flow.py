@@ -22,6 +22,7 @@ from pgcite.ingest.locations import open_source
 from pgcite.ingest.markdown import ParsedDocument
 from pgcite.ingest.report import IngestInterrupted, IngestReport, Progress
 from pgcite.ingest.sites import Site, detect
+from pgcite.ingest.sites.base import web_address
 from pgcite.ingest.sources import DEFAULT_EXCLUDE, Limits, Skipped, Source, Unchanged
 from pgcite.ingest.writer import Pending, Writer
 from pgcite.retrieval import calibration
@@ -122,7 +123,7 @@ def ingest(
             "without a version label; searches and answers choose among those versions"
         )
     kept = kept_languages(site, languages)
-    base_url = base_url or site.base_url
+    base_url, refused = web_base_url(base_url, site)
     source.include, source.exclude = site.include, (*source.exclude, *site.exclude)
     report = IngestReport(
         source=source_name,
@@ -131,6 +132,7 @@ def ingest(
         versions=site.versions,
         default_version=site.default_version or version,
         languages=tuple(lang for lang in site.languages if kept is None or lang in kept),
+        problems=refused,
     )
     store.bind_model(embedder.model, embedder.dimension)
     budget = chunk_budget(settings, embedder)
@@ -276,6 +278,30 @@ def kept_languages(site: Site, languages: Sequence[str] | None) -> set[str] | No
 
 def _usable(store: Store) -> bool:
     return not (store.conn.closed or store.conn.broken)
+
+
+def check_base_url(given: str) -> None:
+    """SourceError (one line) unless `given` is an http(s) address a citation may start with."""
+    if not web_address(given):
+        raise SourceError(
+            f"the base URL {given!r} is not an http:// or https:// address: give the address the docs are "
+            "published at (https://docs.example.com/)"
+        )
+
+
+def web_base_url(given: str, site: Site) -> tuple[str, list[str]]:
+    """(the base URL every citation starts with, what was refused): the one given (`--base-url`, an
+    upload's `base_url`), else the site's configuration's. Only an http(s) address: one given
+    otherwise stops the ingest (one line); the configuration's is left out, said in the report."""
+    if given:
+        check_base_url(given)
+        return given, []
+    if not site.base_url or web_address(site.base_url):
+        return site.base_url, []
+    return "", [
+        f"{site.base_url_setting} {site.base_url!r} is not an http:// or https:// address: left out, so answers "
+        "cite paths, not links; give --base-url https://... for links"
+    ]
 
 
 def _no_pages(source: Source, site: Site) -> str:

@@ -2,8 +2,9 @@
 nothing read outside the folder's bounds.
 
 A folder's includes may also be read from the project it belongs to (`include_root`): the
-nearest folder at most three levels up that holds `.git` or a licence file, as a docs folder
-inside a repository includes the repository's example code. Nothing is ever read from outside
+nearest folder at most three levels up that holds `.git`, else Read the Docs' settings (which live
+at a repository's root), else a licence file, as a docs folder inside a repository includes the
+repository's example code. Nothing is ever read from outside
 that folder, from a hidden or excluded path, or through a symlink leading out of it.
 """
 
@@ -32,13 +33,16 @@ __all__ = ["PROJECT_LEVELS", "FolderSource"]
 
 
 _PROJECT_MARKERS = re.compile(r"^(?:\.git|licen[cs]e(?:\..*)?|copying(?:\..*)?)$", re.IGNORECASE)
+_REPOSITORY_SETTINGS = frozenset({".readthedocs.yaml", ".readthedocs.yml"})  # Read the Docs reads them at the root
 PROJECT_LEVELS = 3
 
 
 def _project_root(folder: str) -> str:
     """The nearest of `folder` and its PROJECT_LEVELS parents holding `.git`, else the nearest
-    holding a licence file, else `folder` itself: where includes may be read from. `.git` first: a
-    docs folder may hold a licence page of its own (Flask's docs/license.rst)."""
+    holding Read the Docs' settings, else the nearest holding a licence file, else `folder`
+    itself: where includes may be read from. `.git` first (a docs folder may hold settings of its
+    own), a licence last: a docs folder may hold a licence page of its own (Flask's
+    docs/license.rst). An exported tree or a zip has no `.git`."""
     chain = [folder]
     while len(chain) <= PROJECT_LEVELS and os.path.dirname(chain[-1]) != chain[-1]:
         chain.append(os.path.dirname(chain[-1]))
@@ -48,7 +52,7 @@ def _project_root(folder: str) -> str:
             listings.append((candidate, os.listdir(candidate)))
         except OSError:
             break
-    for wanted in (lambda name: name == ".git", _PROJECT_MARKERS.match):
+    for wanted in (lambda name: name == ".git", lambda name: name in _REPOSITORY_SETTINGS, _PROJECT_MARKERS.match):
         for candidate, names in listings:
             if any(wanted(name) for name in names):
                 return candidate

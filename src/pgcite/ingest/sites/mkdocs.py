@@ -218,6 +218,7 @@ def _nav_pages(nav: Any) -> Iterator[str]:
 
 class MkDocs(Site):
     name = "mkdocs"
+    base_url_setting = "mkdocs.yml's site_url"
     dialect = Dialect(anchors=PYTHON_MARKDOWN)
     markers = ("mkdocs.yml", "mkdocs.yaml")
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from pgcite.ingest import bounded_yaml
 from pgcite.ingest.sites.openapi_anchors import UNTAGGED, operation_anchor, renderer_of, tag_anchor
 from pgcite.ingest.sites.openapi_schemas import Schemas, as_text, inline, sentence
 from pgcite.ingest.sources import is_included
@@ -41,7 +42,12 @@ def spec_markdown(text: str, path: str, renderer: str | None = None) -> tuple[st
 
 def _load(text: str, path: str) -> dict[str, Any]:
     try:
-        spec = json.loads(text) if path.lower().endswith(".json") else yaml.safe_load(text)
+        # YAML's aliases bounded: a "billion laughs" would be expanded by whatever reads it next.
+        spec = json.loads(text) if path.lower().endswith(".json") else bounded_yaml.load(text)
+    except bounded_yaml.Refused:
+        raise
+    except RecursionError:
+        raise ValueError("nested deeper than pgcite reads JSON (hundreds of levels)") from None
     except (ValueError, yaml.YAMLError) as err:
         raise ValueError(
             f"not valid {'JSON' if path.lower().endswith('.json') else 'YAML'}: {' '.join(str(err).split())[:200]}"
@@ -292,9 +298,22 @@ class _Renderer(Schemas):
         return []
 
     def _example_block(self, value: Any) -> str:
-        text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
+        text = value if isinstance(value, str) else _json_start(value)
         if len(text) > MAX_EXAMPLE_CHARS:
             text = text[:MAX_EXAMPLE_CHARS].rsplit("\n", 1)[0] + "\n…"
         language = "" if isinstance(value, str) else "json"
         fence = "`" * max(3, max((len(run) + 1 for run in re.findall(r"`{3,}", text)), default=3))
         return f"Example:\n\n{fence}{language}\n{text}\n{fence}"
+
+
+def _json_start(value: Any) -> str:
+    """`value` as indented JSON, written only as far as an example is shown (a big example is not
+    dumped whole for its first 1,500 characters)."""
+    written: list[str] = []
+    size = 0
+    for piece in json.JSONEncoder(indent=2, ensure_ascii=False, default=str).iterencode(value):
+        written.append(piece)
+        size += len(piece)
+        if size > MAX_EXAMPLE_CHARS:
+            break
+    return "".join(written)

@@ -52,6 +52,11 @@ _ADMONITION_NAMES = {"seealso": "See also", "todo": "Todo"}
 _DIRECTIVE_NAME = re.compile(r"^[ \t]*\.\.[ \t]+([A-Za-z][\w.+:-]*)[ \t]*::", re.MULTILINE)
 _ROLE_NAME = re.compile(r"(?<![\w`]):([A-Za-z][\w.+:-]*):`")
 _EXPLICIT_TITLE = re.compile(r"^(.+?)\s*(?<!\x00)<(.*?)>$", re.DOTALL)
+# docutils' own limit is 10,000 characters a line, past which it reads nothing of the page: generated
+# tables, one-line JSON and inline images go past it. A paragraph costs docutils the same whether
+# its characters are on one line or many, so a line may be much longer.
+LINE_LIMIT = 1_000_000
+_TOO_LONG = re.compile(r"\bLine (\d+) exceeds the line-length-limit")
 
 
 @dataclass
@@ -70,7 +75,9 @@ class _Context:
 
 
 def rst_markdown(text: str, site_path: str, includes: Includes, source_dir: str, outline: Outline | None = None) -> str:
-    """The page `text` (site path `site_path`) as Markdown, its includes read in."""
+    """The page `text` (site path `site_path`) as Markdown, its includes read in; ValueError (one
+    line) for a page docutils cannot read whole (a line over LINE_LIMIT characters, nesting
+    deeper than Python's stack), which would otherwise come out empty or half read."""
     settings = get_default_settings(Parser)
     settings.report_level = 5  # a broken construct becomes text; the page is still read
     settings.halt_level = 5
@@ -78,17 +85,36 @@ def rst_markdown(text: str, site_path: str, includes: Includes, source_dir: str,
     settings.file_insertion_enabled = False
     settings.raw_enabled = False
     settings.auto_id_prefix = "id"  # Sphinx's: a repeated title's section is id1, id2 ...
+    settings.line_length_limit = LINE_LIMIT
     settings.pgcite = context = _Context(includes, source_dir, {site_path: 0}, outline=outline)
     document = new_document(site_path, settings)
-    with _sphinx_vocabulary():
-        _register_unknown(text)
-        _PARSER.parse(text, document)
+    try:
+        with _sphinx_vocabulary():
+            _register_unknown(text)
+            _PARSER.parse(text, document)
+        _check_read_whole(document)
+        blocks = DoctreeWriter(document).blocks(document, 1)
+    except RecursionError:  # docutils and the writer recurse once (or more) a level
+        raise ValueError(
+            "nested deeper than pgcite reads reStructuredText (lists, quotes or directives inside one "
+            "another about a hundred levels deep): flatten it"
+        ) from None
     if context.autodoc:
         shown = ", ".join(context.autodoc[:3]) + (
             f" and {len(context.autodoc) - 3} more" if len(context.autodoc) > 3 else ""
         )
         context.problem(f"{shown}: autodoc pulls docstrings from the code, which pgcite does not import: left out")
-    return "\n\n".join(DoctreeWriter(document).blocks(document, 1)) + "\n"
+    return "\n\n".join(blocks) + "\n"
+
+
+def _check_read_whole(document: nodes.document) -> None:
+    """docutils meets a line over its limit by reading none of the page (one error in its place)."""
+    for message in document.findall(nodes.system_message):
+        if found := _TOO_LONG.search(message.astext()):
+            raise ValueError(
+                f"line {int(found[1]):,} is over {LINE_LIMIT:,} characters, more than docutils reads in "
+                "one line: break it into shorter lines"
+            )
 
 
 # --- roles ---------------------------------------------------------------------------------

@@ -1,20 +1,19 @@
-"""Sphinx: a folder with `conf.py` is read as Sphinx publishes it. conf.py is parsed, never run:
-its plain assignments say the pages' suffixes (`source_suffix`, MyST Markdown where `myst_parser`
-is among the `extensions`), what is left out (`exclude_patterns`), the base URL (`html_baseurl`),
-the page suffix (`html_file_suffix`) and the language; Read the Docs' `.readthedocs.yaml` says
-whether it is built as `dirhtml` (`guide/install/`). reStructuredText goes through docutils
+"""Sphinx: a folder with `conf.py` is read as Sphinx publishes it. conf.py is parsed, never run
+(sphinx_conf.py): its plain assignments say the pages' suffixes (`source_suffix`, MyST Markdown
+where `myst_parser` is among the `extensions`, however conf.py adds it, or a `myst_*` setting is
+set), what is left out (`exclude_patterns`), the base URL (`html_baseurl`), the page suffix
+(`html_file_suffix`) and the language; Read the Docs' `.readthedocs.yaml`, at the project's root,
+says whether it is built as `dirhtml` (`guide/install/`). reStructuredText goes through docutils
 (rst.py); pages route `guide/install.rst` -> `guide/install.html`; sections are anchored by the
 ids docutils makes, which are the ids in Sphinx's HTML."""
 
 from __future__ import annotations
 
-import ast
 import posixpath
 import re
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
 from docutils.nodes import make_id
 
 from pgcite.ingest.anchors import AnchorRule
@@ -22,6 +21,7 @@ from pgcite.ingest.markdown import Dialect
 from pgcite.ingest.sites.base import Files, Includes, Site, code_fence
 from pgcite.ingest.sites.languages import language_tag
 from pgcite.ingest.sites.rst import rst_markdown, target_title
+from pgcite.ingest.sites.sphinx_conf import read_conf, read_the_docs_builder, uses_myst
 from pgcite.ingest.sites.sphinx_outline import Outline
 
 __all__ = ["Sphinx", "read_conf"]
@@ -42,36 +42,13 @@ _SPHINX_NAMES = {
     "project", "extensions", "html_theme", "master_doc", "root_doc", "source_suffix", "html_baseurl",
     "release", "exclude_patterns", "templates_path", "html_static_path", "intersphinx_mapping",
 }  # fmt: skip
-_BUILD_COMMAND = re.compile(r"sphinx-build\b.*?\s-[bM]\s*(\w+)")
 _ALWAYS_EXCLUDED = ("_build/**", "**/_build/**", "Thumbs.db", ".DS_Store", "**/_templates/**")
-
-
-def read_conf(text: str) -> dict[str, Any]:
-    """The literal values conf.py assigns at its top level (`project = "x"`, lists, dicts); what is
-    computed (`release = get_version()`) is left out: the file is never run."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return {}
-    found: dict[str, Any] = {}
-    for statement in tree.body:
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-            target, value = statement.targets[0], statement.value
-        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
-            target, value = statement.target, statement.value
-        else:
-            continue
-        if isinstance(target, ast.Name):
-            try:
-                found[target.id] = ast.literal_eval(value)
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                continue
-    return found
 
 
 class Sphinx(Site):
     name = "sphinx"
     markers = ("conf.py",)
+    base_url_setting = "conf.py's html_baseurl"
 
     def __init__(self, files: Files) -> None:
         super().__init__(files)
@@ -79,12 +56,11 @@ class Sphinx(Site):
             self.conf = read_conf(files.read("conf.py"))
         except OSError:
             self.conf = {}
-        extensions: list[Any] = self.conf["extensions"] if isinstance(self.conf.get("extensions"), list) else []
-        self.myst = any(str(e).split(".")[0] in {"myst_parser", "myst_nb"} for e in extensions)
+        self.myst = uses_myst(self.conf)
         self.suffixes = self._suffixes()
         self.base_url = str(self.conf.get("html_baseurl") or "")
         self.page_suffix = str(self.conf.get("html_file_suffix") or ".html")
-        self.dirhtml = self._builder() == "dirhtml"
+        self.dirhtml = read_the_docs_builder(files) == "dirhtml"
         root = self.conf.get("root_doc") or self.conf.get("master_doc") or "index"
         self.outline = Outline(files, self.suffixes, str(root))
         if tag := language_tag(self.conf.get("language")):
@@ -99,30 +75,6 @@ class Sphinx(Site):
             return bool(_SPHINX_NAMES & set(read_conf(files.read("conf.py"))))
         except OSError:
             return False
-
-    def _builder(self) -> str:
-        """The builder Read the Docs runs (`sphinx: builder:` in .readthedocs.yaml, here or in the
-        folders above, up to the project's root); "html" when none says."""
-        for up in ("", "../", "../../"):
-            for name in (".readthedocs.yaml", ".readthedocs.yml"):
-                try:
-                    settings = yaml.safe_load(self.files.read(up + name))
-                except (OSError, yaml.YAMLError):
-                    continue
-                if not isinstance(settings, dict):
-                    return "html"
-                sphinx = settings.get("sphinx")
-                if isinstance(sphinx, dict) and sphinx.get("builder"):
-                    return str(sphinx["builder"])
-                # Or its own build commands: `sphinx-build -b dirhtml docs ...`.
-                commands = (
-                    (settings.get("build") or {}).get("commands") if isinstance(settings.get("build"), dict) else None
-                )
-                for command in commands if isinstance(commands, list) else []:
-                    if found := _BUILD_COMMAND.search(str(command)):
-                        return found.group(1)
-                return "html"
-        return "html"
 
     def _suffixes(self) -> tuple[str, ...]:
         suffix = self.conf.get("source_suffix")
