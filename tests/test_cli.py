@@ -69,7 +69,7 @@ def test_ingest_own_docs_then_search_status_and_sources(env: dict[str, str]):
     assert pgcite("sources", "remove", "pgcite", env=env).returncode == 0
     assert "No sources yet" in pgcite("sources", env=env).stdout
     gone = pgcite("sources", "remove", "pgcite", env=env)
-    assert gone.returncode == 1 and "no source named 'pgcite'" in gone.stderr
+    assert gone.returncode == 2 and "no source named 'pgcite'" in gone.stderr
 
 
 def test_ask_own_docs_offline_with_citations_and_refuses_off_topic(env: dict[str, str]):
@@ -121,6 +121,13 @@ def test_zip_source_and_source_filter(env: dict[str, str], tmp_path: Path):
     assert only and {r["source"] for r in only} == {"handbook"}
     both = _json_search("how many days of holiday?", env)
     assert {r["source"] for r in both} == {"handbook", "other"}
+    # A typo in --source: one line naming the sources there are, a usage error's exit, nothing logged.
+    logged = pgcite("log", "--json", env=env).stdout
+    for command in ("ask", "search"):
+        typo = pgcite(command, "how many days of holiday?", "--source", "handbok", env=env)
+        assert typo.returncode == 2 and "Traceback" not in typo.stderr, typo.stderr
+        assert typo.stderr.strip() == "error: no source named 'handbok': the sources are handbook, other"
+    assert pgcite("log", "--json", env=env).stdout == logged
 
 
 def test_errors_are_one_line_without_traceback(env: dict[str, str], tmp_path: Path):
@@ -138,6 +145,24 @@ def test_errors_are_one_line_without_traceback(env: dict[str, str], tmp_path: Pa
 
     bad_setting = pgcite("status", env=dict(env, PGCITE_EMBEDDING_BATCH_SIZE="many"))
     assert bad_setting.returncode == 1 and "PGCITE_EMBEDDING_BATCH_SIZE" in bad_setting.stderr
+
+
+def test_serve_checks_its_port_before_loading_the_model(env: dict[str, str]):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = pgcite("serve", "--port", str(port), env=env, timeout=60)
+    assert busy.returncode == 1 and "Traceback" not in busy.stderr and "loading" not in busy.stderr, busy.stderr
+    assert busy.stderr.strip() == f"error: port {port} on 127.0.0.1 is already in use (another pgcite serve?); " \
+        "stop it or choose another with --port"
+    for bad in ("70000", "0"):
+        invalid = pgcite("serve", "--port", bad, env=env, timeout=60)
+        assert invalid.returncode == 2 and "Traceback" not in invalid.stderr and "--port" in invalid.stderr
+    nowhere = pgcite("serve", "--host", "no-such-host.invalid", env=env, timeout=60)
+    assert nowhere.returncode == 1 and nowhere.stderr.startswith("error: cannot listen on 'no-such-host.invalid'")
 
 
 @pytest.mark.slow

@@ -419,7 +419,7 @@ def test_cli_json_is_byte_identical_and_fail_under_sets_the_exit_code(widget_set
     bad = _pgcite("eval", str(bad_file), env=env)
     assert bad.returncode == 1 and "bad.jsonl line 2: not valid JSON" in bad.stderr and "Traceback" not in bad.stderr
     unknown = _pgcite("eval", str(questions_file), "--source", "nope", env=env)
-    assert unknown.returncode == 1 and "no source named 'nope'" in unknown.stderr
+    assert unknown.returncode == 2 and "no source named 'nope'" in unknown.stderr
     bad_mode = _pgcite("eval", str(questions_file), "--mode", "vectr", env=env)
     assert bad_mode.returncode == 2 and "unknown search mode 'vectr'" in bad_mode.stderr
 

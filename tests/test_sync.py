@@ -168,7 +168,7 @@ def test_sync_reads_a_source_again_as_it_was_ingested_and_sources_says_what_chan
     assert "synced every 15m" in pgcite("sources", env=env).stdout
     wrong = pgcite("sources", "schedule", "g", "often", env=env)
     assert wrong.returncode == 1 and "90s, 15m, 2h or 1d" in wrong.stderr and "Traceback" not in wrong.stderr
-    assert pgcite("sources", "schedule", "nope", "1h", env=env).returncode == 1
+    assert pgcite("sources", "schedule", "nope", "1h", env=env).returncode == 2  # a typo: a usage error
 
 
 def test_a_sync_of_a_source_whose_folder_is_gone_fails_in_one_line_and_is_recorded(settings: Settings, embedder,

@@ -111,7 +111,8 @@ def writer(policy: KeyPolicy, presented: bool, origin: str | None = None) -> Cal
     when another site's (no key may write from one)."""
     if not policy.writes_on:
         raise PgciteError(
-            "writes are off on this server: no admin key exists; create one with `pgcite keys create NAME --admin`",
+            "this needs an admin key and the server has none, so writes, the answer log and insights are off "
+            "(the log holds what people asked); create one with: pgcite keys create NAME --admin",
             kind="forbidden",
         )
     if policy.key is None:

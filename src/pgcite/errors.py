@@ -41,6 +41,13 @@ class PgciteError(Exception):
         return KINDS[self.kind]
 
 
+class UnknownSourceError(PgciteError):
+    """A question or command names a source there is not (a typo): a usage error, exit 2 on the CLI."""
+
+    kind = "not_found"
+    exit_code = 2
+
+
 class SourceError(PgciteError):
     """A whole source cannot be read (missing folder, corrupt zip, S3 access denied)."""
 

@@ -40,6 +40,7 @@ def search(
     from pgcite.vocabulary import SearchFilter
 
     with Pgcite(cli_settings()) as app:
+        app.require_source(source)  # a typo: one line naming the sources, exit 2
         hits = app.search(
             question,
             k=k,
@@ -103,6 +104,7 @@ def ask(
     live = out.is_terminal and not as_json
     streamed: list[str] = []
     with Pgcite(cli_settings()) as app:
+        app.require_source(source)  # a typo: one line naming the sources, exit 2, nothing logged
         answer = None
         for event in app.ask_stream(
             question,

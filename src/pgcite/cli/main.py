@@ -57,7 +57,7 @@ def main() -> None:
         app()
     except PgciteError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
-        sys.exit(1)
+        sys.exit(getattr(exc, "exit_code", 1))
     except psycopg.Error as exc:  # a server that went away mid-command, a statement timeout...
         first = first_line(exc)
         err.print(

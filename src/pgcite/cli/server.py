@@ -3,7 +3,9 @@ MCP server over stdio, and the embedded PostgreSQL."""
 
 from __future__ import annotations
 
+import errno
 import json
+import socket
 from typing import Annotated
 
 import typer
@@ -42,7 +44,7 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="One JSON object
 
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8000,
     workers: Annotated[
         int, typer.Option("--workers", min=1, max=64, help="Processes on the one port, each with its own model.")
     ] = 1,
@@ -51,6 +53,7 @@ def serve(
     from pgcite.core import Pgcite
     from pgcite.server.app import serve as run_server
 
+    check_port(host, port)  # before the model loads for seconds
     with Pgcite(cli_settings()) as app:  # connects, migrates and reports a bad setting once, up front
         if workers == 1:
             err.print("loading the embedding model...")
@@ -59,6 +62,28 @@ def serve(
             return
     err.print(f"starting {workers} workers, each loading the embedding model...")
     run_server(None, host, port, workers, trusted_proxies=app.settings.serve_trusted_proxies)
+
+
+def check_port(host: str, port: int) -> None:
+    """Fail in one line when the server could not listen on host:port (taken, or not this machine's)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise PgciteError(
+            f"cannot listen on {host!r}: {exc.strerror}; give --host an address of this machine"
+        ) from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds it
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise PgciteError(
+                    f"port {port} on {host} is already in use (another pgcite serve?); "
+                    "stop it or choose another with --port"
+                ) from None
+            raise PgciteError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
 def mcp(

@@ -7,15 +7,17 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from pgcite.errors import PgciteError
+from pgcite.errors import PgciteError, UnknownSourceError
 from pgcite.store import SourceInfo, Store
 from pgcite.vocabulary import SearchFilter
 
 
-def no_source(name: str) -> PgciteError:
-    return PgciteError(
-        f"no source named {name!r}; list them with `pgcite sources` or GET /v1/sources", kind="not_found"
-    )
+def no_source(name: str, known: Sequence[str] | None = None) -> PgciteError:
+    """known: the source names the caller may see, to name them (a typo is seen at once)."""
+    if known is None:
+        return UnknownSourceError(f"no source named {name!r}; list them with `pgcite sources` or GET /v1/sources")
+    there = f"the sources are {', '.join(known)}" if known else "nothing is ingested yet"
+    return UnknownSourceError(f"no source named {name!r}: {there}")
 
 
 class SourceOps:
@@ -26,9 +28,10 @@ class SourceOps:
         def reader(self) -> AbstractContextManager[Store]: ...
 
     def source(self, name: str, allowed: Sequence[str] | None = None) -> SourceInfo:
-        found = [s for s in self.sources(allowed) if s.name == name]
+        listed = self.sources(allowed)
+        found = [s for s in listed if s.name == name]
         if not found:
-            raise no_source(name)
+            raise no_source(name, [s.name for s in listed])
         return found[0]
 
     def sources(self, allowed: Sequence[str] | None = None) -> list[SourceInfo]:
