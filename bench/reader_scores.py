@@ -48,7 +48,12 @@ def measure(app: Pgcite, site: str, half: str) -> list[dict]:
         row = {"site": site, "id": q.id, "answerable": q.answerable, "passed_bar": bool(hits)}
         if hits:
             read = reranker.rerank(q.question, hits)
-            row |= {"best": read[0].rank_score, "first_top3": gold_in_top(q, hits), "reader_top3": gold_in_top(q, read)}
+            row |= {
+                "best": read[0].rank_score,
+                "closest": -min(h.distance for h in hits),  # the first stage's own signal: higher, closer
+                "first_top3": gold_in_top(q, hits),
+                "reader_top3": gold_in_top(q, read),
+            }
             # The reader's score plus a prior for the first stage's rank (1 for its best, 0 past the candidates).
             position = {h.id: i for i, h in enumerate(hits)}
             for weight in FUSIONS:
@@ -65,6 +70,11 @@ def measure(app: Pgcite, site: str, half: str) -> list[dict]:
             row["rrf_top3"] = gold_in_top(q, rrf + read[reranker.candidates :])
         rows.append(row)
     return rows
+
+
+def _rank_mean(a: list[float], b: list[float]) -> np.ndarray:
+    ranks = [np.argsort(np.argsort(np.asarray(x, dtype=float))) for x in (a, b)]
+    return (ranks[0] + ranks[1]) / 2.0
 
 
 def report(rows: list[dict], label: str) -> str:
@@ -86,7 +96,14 @@ def report(rows: list[dict], label: str) -> str:
         + f", reciprocal rank fusion {sum(r['rrf_top3'] for r in judged) / len(answerable):.3f}",
     ]
     if len(pos) and len(neg):
-        lines.append(f"  AUC of the best reader score, answerable over unanswerable: {auc(pos, neg):.3f}")
+        passed = [r for r in unanswerable if r["passed_bar"]]
+        closest = [r["closest"] for r in judged], [r["closest"] for r in passed]
+        # Both signals together with no weight to fit: the mean of each one's rank among these questions.
+        both = _rank_mean([r["best"] for r in judged + passed], [r["closest"] for r in judged + passed])
+        lines.append(
+            f"  AUC answerable over unanswerable: the best reader score {auc(pos, neg):.3f}, the first stage's "
+            f"closest distance {auc(*closest):.3f}, both (mean rank) {auc(both[: len(pos)], both[len(pos) :]):.3f}"
+        )
         for pct in (1, 3, 5, 10):
             bar = float(np.percentile(pos, pct))
             caught = int((neg < bar).sum()) + len(unanswerable) - len(neg)

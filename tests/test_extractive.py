@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -406,3 +407,21 @@ def test_a_how_question_is_answered_with_the_action_first(generator):
     # a question that does not ask how keeps the document's order
     why = generator.answer("Why would caching responses help readers?", [Passage(1, feature)])
     assert why.startswith("Caching responses lets repeated requests")
+
+
+def test_the_readers_best_window_of_the_first_section_is_quoted(generator):
+    """Where pgcite's reader read the first section in windows, the unit it scored best there is in
+    the answer and its section leads, even where the words alone would pick other units."""
+    content = (
+        "The kettle has a 1.7 litre tank and a window that shows the level. It switches off by itself when "
+        "the water boils. To remove limescale, boil one part vinegar with two parts water and rinse twice."
+    )
+    warranty = hit(2, "Warranty", "Every kettle comes with a two-year warranty; keep the receipt of the kettle.")
+    question = "What should I do about the kettle's scale?"
+    plain = [Passage(1, hit(1, "Kettle", content)), Passage(2, warranty)]
+    read = [Passage(1, dataclasses.replace(plain[0].hit, reader_quote="To remove limescale, boil one part vinegar "
+                                           "with two parts water and rinse twice.")), plain[1]]
+    assert "vinegar" not in answer(generator, question, plain)  # the words alone miss it
+    text = answer(generator, question, read)
+    assert (units(text)[0][0].strip(), units(text)[0][1]) == (read[0].hit.reader_quote, 1), text  # quoted first
+    assert_quoted(text, read)

@@ -21,6 +21,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from pgcite import access
 from pgcite.answer.flow import Answer, AnswerEvent, ask_stream
 from pgcite.answer.generation import ChatGenerator, GenerationError, Generator, make_generator
+from pgcite.answer.units import reading_units
 from pgcite.config import Settings
 from pgcite.embedding.models import Embedder, bundled_model_dir, fingerprint, make_embedder
 from pgcite.embedding.reader import READER_PRECISIONS, BundledReader, load_reader
@@ -126,7 +127,7 @@ class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
                 self._reranker = RerankServer(settings)
             elif self._reranker is None and settings.reader != "off":
                 bar = None if math.isnan(settings.reader_bar) else settings.reader_bar
-                self._reranker = ReaderReranker(self._bundled_reader, settings.reader_candidates, bar)
+                self._reranker = ReaderReranker(self._bundled_reader, settings.reader_candidates, bar, reading_units)
             return self._reranker
 
     def _bundled_reader(self) -> BundledReader:

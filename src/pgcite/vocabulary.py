@@ -45,6 +45,8 @@ class SearchHit:
     flags: tuple[str, ...] = ()  # injection-style text found at ingest
     rank_score: float = 0.0  # what the results are ordered by (1 - distance, BM25, or both fused)
     coverage: float = 0.0  # share of the question's word weight (IDF) in the chunk; 0 in vector mode
+    # The units of the chunk that pgcite's reader scored best (its best window), where it reads windows.
+    reader_quote: str = ""
 
     @property
     def score(self) -> float:

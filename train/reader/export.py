@@ -85,7 +85,10 @@ def default_bar(model, tokenizer, work: Path, max_tokens: int, questions: int = 
     }
 
 
-def export(work: Path) -> None:
+def export(work: Path, rank_prior: float = 0.0, refuses: bool = True) -> None:
+    """rank_prior, refuses: how the reader is used, as its measurement on the held-out tune halves
+    decided (bench/reader_scores.py; docs/reader.md): the weight of the first stage's rank beside its
+    score when it orders, and whether its score may refuse."""
     from transformers import AutoTokenizer
 
     model_dir = bundled_model_dir()
@@ -124,12 +127,16 @@ def export(work: Path) -> None:
         "seed": SEED,
         "steps": log.get("steps"),
         "cpu_hours": round(log.get("cpu_seconds", 0) / 3600, 2),
-        "dev": log.get("log", [])[-1:] if log else [],
+        "dev": [{k: v for k, v in e.items() if v == v} for e in log.get("log", [])[-1:]],  # NaN left out
         # Where no source's own measurement is at hand: the same rule on the dev sites' questions.
         "bar": bar,
         "bar_measured_on": dev,
         "reference": reference,
     }
+    if rank_prior:
+        card["rank_prior"] = rank_prior
+    if not refuses:
+        card["refuses"] = False
     if shape.get("max_tokens") != MAX_TOKENS:  # trained on a sentence or two: sections are read in windows
         card |= {"unit": "sentences", "window_words": WINDOW_WORDS, "windows": WINDOWS}
     (DATA / "reader.json").write_text(json.dumps(card, indent=1) + "\n")
@@ -140,7 +147,10 @@ def export(work: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, required=True, help="train.py's work folder (its checkpoint.pt)")
-    export(parser.parse_args().work)
+    parser.add_argument("--rank-prior", type=float, default=0.0, help="order by score + this x the first stage's rank")
+    parser.add_argument("--orders-only", action="store_true", help="its score never refuses (unless a bar is set)")
+    args = parser.parse_args()
+    export(args.work, args.rank_prior, refuses=not args.orders_only)
     return 0
 
 

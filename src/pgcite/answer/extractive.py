@@ -49,6 +49,7 @@ MIN_NOVELTY = 0.25  # below this, a unit only restates the question (or quotes i
 DUPLICATE = 0.8  # containment of content words above which a unit repeats a chosen one
 LONG_UNIT = 40  # words per atom above which word overlap is discounted (by sqrt(LONG_UNIT / words))
 EMBED_CHARS = 600  # a unit's text is cut to about this many characters (~150 tokens) for embedding
+READER_LEADS = True  # where pgcite's reader read the first section in windows, its best window's unit leads
 
 
 @dataclass(frozen=True)
@@ -242,10 +243,21 @@ class ExtractiveGenerator:
         if asks_how(question) and (action := next((c for c in chosen if _holds_action(c)), None)):
             chosen.remove(action)
             chosen.insert(0, action)
+        # The reader read the first section with the question, unit by unit: its best unit there is
+        # quoted first, then the rest as below.
+        lead = _reader_lead(candidates) if READER_LEADS else None
+        if lead is not None:
+            atoms = {id(a) for a in lead.atoms}
+            chosen = [c for c in chosen if c is not lead and not atoms & {id(a) for a in c.atoms}]
+            chosen = [lead, *chosen[: self.max_units - 1]]
         first_choice: dict[int, int] = {}
         for n, c in enumerate(chosen):
             first_choice.setdefault(c.order[0], n)
-        pairs = [(c.passage, a, first_choice[c.order[0]]) for c in chosen for a in [*c.atoms, *taken.get(id(c), [])]]
+        pairs = [
+            (c.passage, a, -1 if c is lead else first_choice[c.order[0]])
+            for c in chosen
+            for a in [*c.atoms, *taken.get(id(c), [])]
+        ]
         pairs.sort(key=lambda t: (t[2], t[1].position))
         return [(p, a) for p, a, _ in pairs]
 
@@ -267,6 +279,15 @@ _NAMED_THING = (
     r"|config\w*)s?"
 )
 _HOW = re.compile(rf"\bhow (?:do|does|can|could|should|would|to|is)\b|\b(?:which|what) {_NAMED_THING}\b", re.IGNORECASE)
+
+
+def _reader_lead(candidates: Sequence[Candidate]) -> Candidate | None:
+    """The best-scored unit of the first passage within the reader's best window of it, if any."""
+    for c in candidates:
+        quote = c.passage.hit.reader_quote
+        if c.passage.number == 1 and quote and all(a.embed_text in quote for a in c.atoms):
+            return c
+    return None
 
 
 def asks_how(question: str) -> bool:

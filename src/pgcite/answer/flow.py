@@ -101,12 +101,13 @@ def ask_stream(
     # The reader has read the best candidates: with the offline generator, which cannot judge, none
     # reading as an answer is a refusal. A chat model reads them and decides.
     bar = _reader_bar(reranker, measured)
-    if bar is not None and not judges and hits[0].rank_score < bar:
+    best = max(h.rank_score for h in hits[: reranker.candidates]) if bar is not None and reranker else 0.0
+    if bar is not None and not judges and best < bar:
         closest = [Dropped(h, "closest match") for h in hits[:context]]
         yield Sources([], closest)
         yield Delta(REFUSAL)
         why = (
-            f"no section reads as answering the question: the reader's best score {hits[0].rank_score:.2f} is "
+            f"no section reads as answering the question: the reader's best score {best:.2f} is "
             f"below its bar {bar:.2f}; PGCITE_READER=off turns it off"
         )
         note = f"{note}; {why}" if note else why
@@ -151,11 +152,14 @@ def ask_stream(
 
 def _reader_bar(reranker: Reranker | None, measured: calibration.Calibration | None) -> float | None:
     """The reader's score under which nothing answers: the user's, else the one measured for the
-    source with this reader, else the one measured when the reader was made."""
+    source with this reader, else the one measured when the reader was made; none where its making
+    measured that it orders and does not refuse (reader.json's `refuses`), unless the user sets one."""
     if not isinstance(reranker, ReaderReranker):
         return None
     if reranker.bar is not None:
         return reranker.bar
+    if not reader_card().get("refuses", True):
+        return None
     if measured is not None and measured.reader == reranker.identity and measured.reader_bar is not None:
         return measured.reader_bar
     return reader_card().get("bar")

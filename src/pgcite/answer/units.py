@@ -194,6 +194,12 @@ def _atoms(content: str) -> list[Atom]:
     return atoms
 
 
+def reading_units(content: str) -> list[str]:
+    """A section's units as the reader reads them, in order: sentences, list items, table rows with
+    their header, code."""
+    return [a.embed_text for a in _atoms(content) if a.embed_text.strip()]
+
+
 def passage_candidates(index: int, passage: Passage) -> list[Candidate]:
     hit = passage.hit
     atoms = _atoms(hit.content)

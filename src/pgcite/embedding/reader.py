@@ -39,6 +39,32 @@ READER_PRECISIONS = ("fp32", "int8")
 BATCH_TOKENS = 1024  # padded tokens per forward pass
 
 
+def reads_windows() -> bool:
+    """Whether this reader was trained on units of a sentence or two (reader.json's `unit`), and so
+    reads a section as windows of its sentences, scoring it by its best."""
+    return reader_card().get("unit") == "sentences"
+
+
+def windows(units: Sequence[str], most_words: int = 0, most: int = 0) -> list[str]:
+    """Consecutive units (sentences, list items, rows) packed into windows of at most `most_words`
+    words (the card's, by default; a longer unit is a window alone), the first `most` of them."""
+    most_words = most_words or int(reader_card().get("window_words", 40))
+    most = most or int(reader_card().get("windows", 12))
+    out: list[str] = []
+    current: list[str] = []
+    count = 0
+    for unit in units:
+        n = len(unit.split())
+        if current and count + n > most_words:
+            out.append(" ".join(current))
+            current, count = [], 0
+        current.append(unit)
+        count += n
+    if current:
+        out.append(" ".join(current))
+    return out[:most]
+
+
 def available() -> bool:
     return WEIGHTS.is_file() and CARD.is_file()
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from pgcite.config import Settings
-from pgcite.embedding.reader import BundledReader, reader_id
+from pgcite.embedding.reader import BundledReader, reader_card, reader_id, reads_windows, windows
 from pgcite.errors import PgciteError
 from pgcite.vocabulary import SearchHit
 
@@ -45,6 +45,10 @@ class ScoringReranker:
     def scores(self, query: str, texts: Sequence[str]) -> list[float]:
         raise NotImplementedError
 
+    def read(self, query: str, hits: Sequence[SearchHit]) -> list[tuple[float, str]]:
+        """Each hit's score, and the part of it that scored (empty: the hit as a whole)."""
+        return [(s, "") for s in self.score_hits(query, hits)]
+
     def score_hits(self, query: str, hits: Sequence[SearchHit]) -> list[float]:
         """Each hit read as its breadcrumb and text."""
         return self.scores(query, [f"{h.breadcrumb}\n{h.content}" if h.breadcrumb else h.content for h in hits])
@@ -54,23 +58,62 @@ class ScoringReranker:
         head, tail = list(hits[: self.candidates]), list(hits[self.candidates :])
         if not head:
             return list(hits)
-        scores = self.score_hits(query, head)
-        order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
-        return [dataclasses.replace(head[i], rank_score=scores[i]) for i in order] + tail
+        read = self.read(query, head)
+        order = sorted(range(len(head)), key=lambda i: (-read[i][0], i))
+        return [dataclasses.replace(head[i], rank_score=read[i][0], reader_quote=read[i][1]) for i in order] + tail
+
+
+# A section's Markdown cut into its quotable units in order (sentences, list items, rows, code).
+Units = Callable[[str], list[str]]
 
 
 class ReaderReranker(ScoringReranker):
     """pgcite's reader: its scores are logits (above 0, the section more likely answers than not).
-    bar: the user's, under which no candidate answers (else the source's, answer/flow.py)."""
+    bar: the user's, under which no candidate answers (else the source's, answer/flow.py).
+    units: where the reader reads sentences (reader.json), how a section is cut into them; each
+    section is then read as windows of a sentence or a few, after its breadcrumb, and scores as its
+    best window, which the offline answer quotes first."""
 
-    def __init__(self, reader: Callable[[], BundledReader], candidates: int, bar: float | None = None) -> None:
+    def __init__(
+        self, reader: Callable[[], BundledReader], candidates: int, bar: float | None = None, units: Units | None = None
+    ) -> None:
         self._reader = reader  # loaded on first use
         self.candidates = candidates
         self.bar = bar
+        self.units = units if reads_windows() else None
         self.identity = reader_id()
 
     def scores(self, query: str, texts: Sequence[str]) -> list[float]:
         return [float(s) for s in self._reader().scores(query, texts)]
+
+    def rerank(self, query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
+        """In the reader's order, or where its making measured that the first stage's order still
+        helps (reader.json's `rank_prior`), by its score plus that weight x a prior for the first
+        stage's rank (1 for its best, falling to 0 past the candidates). rank_score stays the
+        reader's own score, which a refusal bar applies to."""
+        read = super().rerank(query, hits)
+        weight = float(reader_card().get("rank_prior", 0.0))
+        if not weight:
+            return read
+        head, tail = read[: self.candidates], read[self.candidates :]
+        first = {h.id: i for i, h in enumerate(hits)}
+        head.sort(key=lambda h: -(h.rank_score + weight * (1 - first[h.id] / self.candidates)))
+        return head + tail
+
+    def score_hits(self, query: str, hits: Sequence[SearchHit]) -> list[float]:
+        return [score for score, _ in self.read(query, hits)]
+
+    def read(self, query: str, hits: Sequence[SearchHit]) -> list[tuple[float, str]]:
+        if self.units is None:
+            return super().read(query, hits)
+        read = [windows(self.units(h.content)) or [h.content] for h in hits]
+        texts = [f"{h.breadcrumb}\n{w}" if h.breadcrumb else w for h, ws in zip(hits, read, strict=True) for w in ws]
+        scores, out, start = self.scores(query, texts), [], 0
+        for ws in read:
+            best = max(range(len(ws)), key=lambda i: scores[start + i])
+            out.append((scores[start + best], ws[best]))
+            start += len(ws)
+        return out
 
 
 class RerankServer(ScoringReranker):
