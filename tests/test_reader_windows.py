@@ -12,7 +12,7 @@ import pytest
 from pgcite.answer.units import reading_units
 from pgcite.config import Settings
 from pgcite.core import Pgcite
-from pgcite.embedding.reader import reads_windows, windows
+from pgcite.embedding.reader import reader_card, reads_windows, windows
 from pgcite.retrieval.rerank import ReaderReranker
 from pgcite.vocabulary import SearchFilter
 
@@ -72,3 +72,9 @@ def test_an_answer_deep_in_a_long_section_is_read(settings: Settings, embedder, 
         question = "How do I get limescale out of the kettle?"
         read = app.search(question, k=2, filters=SearchFilter(source="kettle"), rerank=True)
     assert read[0].heading == "About the kettle", [(h.heading, h.rank_score) for h in read]
+    assert "vinegar" in read[0].reader_quote  # the window it read as the answer
+    # Its making measured that it orders and should not refuse: no bar applies but one the user sets.
+    assert reader_card().get("refuses") is False
+    with Pgcite(dataclasses.replace(settings, reader_bar=float("nan")), embedder=embedder) as app:
+        answer = app.ask("How much water does the kettle hold?", filters=SearchFilter(source="kettle"))
+    assert not answer.refused and "1.7 litres" in answer.text, answer.note
