@@ -48,6 +48,8 @@ def measure(app: Pgcite, site: str, half: str) -> list[dict]:
         row = {"site": site, "id": q.id, "answerable": q.answerable, "passed_bar": bool(hits)}
         if hits:
             read = reranker.rerank(q.question, hits)
+            # The reader's own order (its rank_score), whatever order the reranker feeds (a rank prior).
+            read = sorted(read[: reranker.candidates], key=lambda h: -h.rank_score) + read[reranker.candidates :]
             row |= {
                 "best": read[0].rank_score,
                 "closest": -min(h.distance for h in hits),  # the first stage's own signal: higher, closer
