@@ -78,3 +78,19 @@ def test_an_answer_deep_in_a_long_section_is_read(settings: Settings, embedder, 
     with Pgcite(dataclasses.replace(settings, reader_bar=float("nan")), embedder=embedder) as app:
         answer = app.ask("How much water does the kettle hold?", filters=SearchFilter(source="kettle"))
     assert not answer.refused and "1.7 litres" in answer.text, answer.note
+
+
+@pytest.mark.slow
+def test_without_units_a_section_is_read_whole(tmp_path: Path):
+    """A reader given no way to cut sections (or one trained on whole sections) reads each once."""
+    from pgcite.embedding.models import bundled_model_dir
+    from pgcite.embedding.reader import load_reader
+    from pgcite.vocabulary import SearchHit
+
+    reader = load_reader(bundled_model_dir(), tmp_path, "fp32")
+    whole = ReaderReranker(lambda: reader, candidates=5)
+    hit = SearchHit("k:a#0", "k", "a.md", "", "Kettle", "Descaling", "Kettle > Descaling",
+                    "Boil vinegar and water in it. Rinse twice.", 0.3)
+    [read] = whole.rerank("How do I descale the kettle?", [hit])
+    expected = reader.scores("How do I descale the kettle?", [f"{hit.breadcrumb}\n{hit.content}"])[0]
+    assert read.reader_quote == "" and abs(read.rank_score - float(expected)) < 1e-5

@@ -101,6 +101,8 @@ class ReaderReranker(ScoringReranker):
         return head + tail
 
     def score_hits(self, query: str, hits: Sequence[SearchHit]) -> list[float]:
+        if self.units is None:  # a whole-section reader: the base reads each hit once
+            return super().score_hits(query, hits)
         return [score for score, _ in self.read(query, hits)]
 
     def read(self, query: str, hits: Sequence[SearchHit]) -> list[tuple[float, str]]:
