@@ -4,6 +4,7 @@
     .venv/bin/python eval/heldout.py --half tune --sites fastapi,hugo --show-missed
     .venv/bin/python eval/heldout.py --fail-under refused_unanswerable=0.5 --fail-under-worst hit@3=0.5
     .venv/bin/python eval/heldout.py --half tune --set pgcite.store.search_sql.PAGE_WEIGHT=0.3   # try a value
+    .venv/bin/python eval/heldout.py --across        # every site in one home, asked of all its sources
     .venv/bin/python eval/heldout.py --sites marten --published marten=/tmp/marten-html   # sources vs built HTML
 
 Sites are listed in eval/heldout/sites.json and read from ../shared/corpora (or --corpora); a site
@@ -63,14 +64,16 @@ def worst(reports: dict[str, Report], metric: str) -> tuple[float | None, str]:
 
 
 def measure(app: Pgcite, questions_file: Path, source: str, sealed: bool,
-            moved: dict[str, str] | None = None) -> Report:
-    """`moved`: gold pages read under other paths (a source page's path -> the crawled page's)."""
+            moved: dict[str, str] | None = None, across: bool = False) -> Report:
+    """`moved`: gold pages read under other paths (a source page's path -> the crawled page's);
+    `across`: asked of every source in the home, the gold pages still `source`'s."""
     questions = load_questions(questions_file)
     if moved is not None:
         questions = [moved_gold(q, moved) for q in questions]
+    scope = {"source": None, "gold_source": source} if across else {"source": source}
     # Searched as `ask` orders its sections: by the reader too, when it is on.
-    report = evaluate(questions, run_searches(questions, app, k=3, source=source, rerank=True),
-                      run_answers(questions, app, source=source))
+    report = evaluate(questions, run_searches(questions, app, k=3, rerank=True, **scope),
+                      run_answers(questions, app, **scope))
     return report.totals_only() if sealed else report
 
 
@@ -144,6 +147,8 @@ def main() -> int:
                         help="try another value of a module constant (a number) for this run")
     parser.add_argument("--published", action="append", default=[], metavar="SITE=FOLDER",
                         help="also crawl SITE built to HTML in FOLDER, served on loopback, and measure both")
+    parser.add_argument("--across", action="store_true",
+                        help="ask with every site in one home, of all sources at once (the CLI's default)")
     parser.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE")
     parser.add_argument("--fail-under-worst", action="append", default=[], metavar="METRIC=VALUE")
     args = parser.parse_args()
@@ -162,18 +167,27 @@ def main() -> int:
     corpora = Path(args.corpora)
     published = dict(text.partition("=")[::2] for text in args.published)
     results: dict[str, dict[str, Report]] = {h: {} for h in halves}
+    for site in sites:
+        if not (corpora / site["corpus"]).is_dir():
+            print(f"skipped {site['name']}: {corpora / site['corpus']} is absent", file=sys.stderr)
+    sites = [s for s in sites if (corpora / s["corpus"]).is_dir()]
+    if args.across and published:
+        parser.error("--across asks the sources as they are: leave out --published")
     with Pgcite(load_settings()) as app:
+        if args.across:  # every site in the home before the first is asked
+            for site in sites:
+                ingested = app.ingest(str(corpora / site["corpus"]), source=site["name"], **site.get("options", {}))
+                print(f"{site['name']}: {ingested.summary()}", file=sys.stderr)
         for site in sites:
             folder, name = corpora / site["corpus"], site["name"]
-            if not folder.is_dir():
-                print(f"skipped {name}: {folder} is absent", file=sys.stderr)
-                continue
             questions = {half: HERE / "heldout" / f"{name}.{half}.jsonl" for half in halves}
             with served(Path(published[name])) if name in published else nullcontext("") as base:
                 options = {**site.get("options", {}), **({"base_url": base} if base else {})}
-                print(f"{name}: {app.ingest(str(folder), source=name, **options).summary()}", file=sys.stderr)
+                if not args.across:
+                    print(f"{name}: {app.ingest(str(folder), source=name, **options).summary()}", file=sys.stderr)
                 for half in halves:
-                    results[half][name] = measure(app, questions[half], name, sealed=half == "sealed")
+                    results[half][name] = measure(app, questions[half], name, sealed=half == "sealed",
+                                                  across=args.across)
                 if not base:
                     continue
                 print(f"{name}-html: {app.ingest(base, source=f'{name}-html').summary()}", file=sys.stderr)

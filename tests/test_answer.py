@@ -217,3 +217,31 @@ def test_only_a_no_makes_the_second_reading_doubt_a_claim():
 
     assert says_no("No") and says_no(" no.") and says_no("**No**, it says 400") and says_no("<think>hmm</think>\nNo")
     assert not any(says_no(r) for r in ("Yes", "yes.", "", "Not sure", "<think>no idea", "The sections say no"))
+
+
+def test_a_sentence_quoted_from_an_item_whose_other_sentence_says_not_is_not_the_opposite():
+    """Seen with pgcite's Slack page: the quoted sentence met the whole list item, whose second
+    sentence says "not", and was called a contradiction."""
+    item = "- **Limits.** A question is at most 4,000 characters. A longer one is not answered and gets a reply."
+    checks = check_answer("A question is at most 4,000 characters [1].", [_passage(1, item)], _NoEmbedder(), [])
+    assert checks.passed and checks.unsupported == []
+
+
+def test_every_sentence_of_pgcites_own_docs_quoted_with_its_section_passes_the_checks():
+    """The offline generator quotes its sources: a quote must never be called unsupported."""
+    from pathlib import Path
+
+    from pgcite.answer.claims import split_claims
+
+    docs = sorted((Path(__file__).resolve().parents[1] / "docs").glob("*.md"))
+    failed, quoted = [], 0
+    for page in docs:
+        for section in page.read_text(encoding="utf-8").split("\n## "):
+            for claim in split_claims(section):
+                if "[" in claim:  # a quote's own brackets read as citations
+                    continue
+                quoted += 1
+                cited = f"{claim[:-1]} [1]{claim[-1]}" if claim[-1] in ".!?" else f"{claim} [1]"
+                checks = check_answer(cited, [_passage(1, section)], _NoEmbedder(), [])
+                failed += [(page.name, u.sentence[:80], u.why) for u in checks.unsupported]
+    assert quoted > 1000 and failed == []

@@ -296,9 +296,14 @@ def _unfaithful(claim: str, words: set[str], sources: Sequence[Passage]) -> str:
     of the source sentences closest to it ("your upcasters keep working" against "they don't
     apply"). Empty when neither."""
     held = folded(" ".join(p.hit.breadcrumb + " " + p.hit.content for p in sources))
+    if folded(claim) in held:  # quoted word for word: it says what the source says
+        return ""
     if missing := sorted(t for t in exact_terms(claim) if not term_in(t, held)):
         return "it names " + ", ".join(f"`{t}`" for t in missing) + ", which the sources do not"
-    sentences = [s for p in sources for s in split_claims(p.hit.content) or [p.hit.content]]
+    # Split as the claim is, so a quoted sentence meets itself, not the item around it (whose other
+    # sentence may say "not").
+    sentences = [part for p in sources for s in split_claims(p.hit.content) or [p.hit.content]
+                 for part in SENTENCE_END.split(s) if part.strip()]
     kept = [content_words(s) for s in sentences]
     for part in SENTENCE_END.split(claim):
         own = content_words(part)

@@ -96,7 +96,8 @@ def search(
     given, else with `calibrated` each source's own (calibration.py: `bar_key` "bar", or "floor"
     for where nothing is close; `default_bar` for a source never calibrated); with `word_match`, a
     chunk that holds more of the question's words passes at a larger distance. Each source's
-    cosine term is multiplied by its calibrated vector scale. Without a version filter, each
+    cosine term is multiplied by its model's calibrated vector scale over the sources searched
+    (one source alone: its own). Without a version filter, each
     source answers from its default version. With
     `demote_changelogs`, release notes' rank scores are multiplied by CHANGELOG_FACTOR.
 
@@ -277,6 +278,17 @@ candidates AS MATERIALIZED (
                                   WHERE w.source = x.source AND w.lexeme = x.lexeme OFFSET 0) w) END AS section_bm25
           FROM candidate_chunks k) scored
 ),
+-- One cosine scale per model over the sources searched: a source's own scale would weigh its
+-- cosines against another source's of the same model (a worse match outranking a better one). The
+-- harmonic mean of their scales is the reference gap over their mean gap (calibration.py).
+scales AS (
+    SELECT name, count(*) OVER model / sum(1 / (calibration->>'vector_scale')::float8) OVER model AS vector_scale
+    FROM sources
+    WHERE (calibration->>'vector_scale')::float8 > 0
+      AND (%(source)s::text IS NULL OR name = %(source)s)
+      AND (%(allowed)s::text[] IS NULL OR name = ANY(%(allowed)s))
+    WINDOW model AS (PARTITION BY calibration->>'model')
+),
 -- Each candidate's page as a whole: the cosine of the mean of its chunks' vectors (a page prior),
 -- kept with the document at ingest.
 pages AS (
@@ -287,8 +299,8 @@ pages AS (
 SELECT c.id, c.source, d.path, c.url, d.title, c.heading, c.breadcrumb, c.content, v.distance, c.flags,
        CASE WHEN %(use_vector)s AND %(use_text)s
                  THEN b.vector_scale * (1 - v.distance + %(page_weight)s * coalesce(pg.page_score, 0))
-                      + %(chunk_weight)s * coalesce(k.bm25 / nullif(best.chunk, 0), 0)
-                                     + %(section_weight)s * coalesce(k.section_bm25 / nullif(best.section, 0), 0)
+                      + best.share * (%(chunk_weight)s * coalesce(k.bm25 / nullif(best.chunk, 0), 0)
+                                      + %(section_weight)s * coalesce(k.section_bm25 / nullif(best.section, 0), 0))
             WHEN %(use_vector)s THEN 1 - v.distance
             ELSE k.bm25 END
        * CASE WHEN %(demote)s AND d.kind = 'changelog' THEN %(changelog_factor)s ELSE 1 END AS rank_score,
@@ -296,14 +308,21 @@ SELECT c.id, c.source, d.path, c.url, d.title, c.heading, c.breadcrumb, c.conten
 FROM candidates k JOIN chunks c USING (id) JOIN documents d ON d.id = c.document_id
 LEFT JOIN pages pg ON pg.document_id = c.document_id
 LEFT JOIN question_weight qw ON qw.source = c.source
-CROSS JOIN (SELECT max(bm25) AS chunk, max(section_bm25) AS section FROM candidates) best
+-- BM25 relative to the best of the chunk's own source: each source's words weigh by its own
+-- statistics, which another source's do not compare with.
+JOIN (SELECT source, chunk, section, coalesce(held / nullif(max(held) OVER (), 0), 1) AS share
+      FROM (SELECT c.source, max(k.bm25) AS chunk, max(k.section_bm25) AS section,
+                   max(k.matched_weight / nullif(qw.weight, 0)) AS held
+            FROM candidates k JOIN chunks c USING (id) LEFT JOIN question_weight qw ON qw.source = c.source
+            GROUP BY c.source) per_source) best ON best.source = c.source
 CROSS JOIN LATERAL (SELECT c.embedding <=> %(q)s AS distance) v
 CROSS JOIN LATERAL (SELECT coalesce(k.matched_weight / nullif(qw.weight, 0), 0) AS coverage) w
 -- The source's calibration (calibration.py): its bar, and how its model's cosines weigh.
 LEFT JOIN sources src ON src.name = c.source
+LEFT JOIN scales sc ON sc.name = c.source
 CROSS JOIN LATERAL (SELECT coalesce(%(max_distance)s::float8, (src.calibration->>%(bar_key)s)::float8,
                                     %(default_bar)s) AS bar,
-                           coalesce((src.calibration->>'vector_scale')::float8, 1) AS vector_scale) b
+                           coalesce(sc.vector_scale, 1) AS vector_scale) b
 WHERE NOT %(barred)s
    OR v.distance <= b.bar + %(slack)s::float8 / b.vector_scale * least(1, w.coverage / %(min_coverage)s::float8)
 ORDER BY rank_score DESC, c.id
