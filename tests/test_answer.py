@@ -245,3 +245,16 @@ def test_every_sentence_of_pgcites_own_docs_quoted_with_its_section_passes_the_c
                 checks = check_answer(cited, [_passage(1, section)], _NoEmbedder(), [])
                 failed += [(page.name, u.sentence[:80], u.why) for u in checks.unsupported]
     assert quoted > 1000 and failed == []
+
+
+def test_an_answer_lists_each_cited_section_once_in_the_order_it_is_first_cited():
+    from pgcite.answer.checks import Checks
+    from pgcite.answer.flow import Answer
+    from pgcite.vocabulary import Usage
+
+    one, two, three = _passage(1, "Widgets sink."), _passage(2, "Gears turn."), _passage(3, "Widgets float.")
+    three = Passage(3, one.hit.__class__(**{**one.hit.__dict__, "id": "s:p1.md#1", "content": "Widgets float."}))
+    answer = Answer("q", "Gears turn [2]. Widgets sink [1] and float [3].", False, "extractive", [1, 2, 3],
+                    [one, two, three], [], Checks(), Usage())
+    assert [(numbers, hit.path) for numbers, hit in answer.cited_sections()] == [((2,), "p2.md"), ((1, 3), "p1.md")]
+    assert Answer("q", "Not in the documents.", True, "extractive", [], [one], [], Checks(), Usage()).cited_sections() == []

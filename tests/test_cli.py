@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -89,6 +89,13 @@ def test_ask_own_docs_offline_with_citations_and_refuses_off_topic(env: dict[str
     human = pgcite("ask", "How do I stop the embedded PostgreSQL server?", env=env)
     assert human.returncode == 0 and "Sources" in human.stdout and "answered by extractive" in human.stdout
     assert "[1]" in human.stdout
+    # Sources: each cited section once, in the order the answer first cites them; no line about the
+    # sections left out when the checks passed.
+    listed = [line for line in human.stdout.split("Sources", 1)[1].splitlines() if line.startswith("[")]
+    labels = [line.split("]  ")[0].rsplit("] ", 1)[-1] for line in listed]
+    first_cited = re.search(r"\[(\d+)\]", human.stdout).group(1)
+    assert listed and len(labels) == len(set(labels)) and listed[0].startswith(f"[{first_cited}]")
+    assert "checks passed" not in human.stdout or "more sections" not in human.stdout
 
     cat = pgcite("ask", "Am I a cat?", "--json", env=env)
     refused = json.loads(cat.stdout)

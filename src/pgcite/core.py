@@ -279,6 +279,7 @@ class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
         version: str = "",
         site: str | None = None,
         route_base: str | None = None,
+        sphinx_builder: str | None = None,
         include_root: str | None = None,
         chunk_tokens: int | None = None,
         languages: Sequence[str] | None = None,
@@ -297,24 +298,22 @@ class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
         from pgcite.ingest.locations import is_remote
 
         # Kept with the source, so that a sync from anywhere reads it again the same way.
-        if location and not is_remote(location):
-            location = os.path.abspath(location)
-        if include_root and not is_remote(include_root):
-            include_root = os.path.abspath(include_root)
+        location = os.path.abspath(location) if location and not is_remote(location) else location
+        include_root = os.path.abspath(include_root) if include_root and not is_remote(include_root) else include_root
         options = {
             "base_url": base_url,
             "exclude": list(exclude),
             "version": version,
             "site": site,
             "route_base": route_base,
+            "sphinx_builder": sphinx_builder,
             "include_root": include_root,
             "chunk_tokens": chunk_tokens,
             "languages": list(languages) if languages else None,
             "pull": pull,
         }
-        settings = (
-            self.settings if chunk_tokens is None else dataclasses.replace(self.settings, chunk_tokens=chunk_tokens)
-        )
+        tokens = self.settings.chunk_tokens if chunk_tokens is None else chunk_tokens
+        settings = dataclasses.replace(self.settings, chunk_tokens=tokens)
         self.check_new_source(source)
         reader = open_location(location, settings, exclude, include_root=include_root)
         with contextlib.nullcontext(store) if store is not None else self.writer() as store:
@@ -328,6 +327,7 @@ class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
                 version=version,
                 site=site,
                 route_base=route_base,
+                sphinx_builder=sphinx_builder,
                 languages=languages,
                 progress=progress,
                 options=options,

@@ -16,7 +16,7 @@ from pgcite.retrieval import calibration
 from pgcite.retrieval.rerank import ReaderReranker, Reranker
 from pgcite.retrieval.search import names_asked_about, retrieve, select_context, unknown_names
 from pgcite.store import Store
-from pgcite.vocabulary import REFUSAL, Delta, Dropped, Passage, SearchFilter, Sources, Usage
+from pgcite.vocabulary import REFUSAL, Delta, Dropped, Passage, SearchFilter, SearchHit, Sources, Usage
 
 
 @dataclass
@@ -32,6 +32,21 @@ class Answer:
     usage: Usage
     note: str = ""  # why no generator was called, when it was not
     id: str | None = None  # its row in the answer log, once logged
+
+    def cited_sections(self) -> list[tuple[tuple[int, ...], SearchHit]]:
+        """Each section the answer cites, once, in the order the text first cites it, with every
+        number it is cited by (two passages of one section are one source to a reader)."""
+        if self.refused:
+            return []
+        by_number = {p.number: p.hit for p in self.sources}
+        sections: dict[tuple[str, ...], tuple[list[int], SearchHit]] = {}
+        for m in CITATION.finditer(self.text):
+            for n in (int(x) for x in re.split(r"\s*,\s*", m.group(1))):
+                if (hit := by_number.get(n)) is not None:
+                    numbers, _ = sections.setdefault((hit.source, hit.path, hit.heading, hit.url), ([], hit))
+                    if n not in numbers:
+                        numbers.append(n)
+        return [(tuple(numbers), hit) for numbers, hit in sections.values()]
 
 
 AnswerEvent = Sources | Delta | Answer

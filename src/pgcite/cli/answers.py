@@ -137,23 +137,18 @@ def ask(
     out.print()
     if answer.note:
         out.print(f"[dim]({escape(answer.note)})[/]")
-    if answer.sources:
+    if cited := answer.cited_sections():
+        # Each section once, in the order the answer uses it; `--json` has every section fed.
         out.print("\n[bold]Sources[/]")
-        for p in answer.sources:
-            out.print(f"[{p.number}] {_hit_line(p.hit)}")
+        for numbers, hit in cited:
+            out.print(escape("".join(f"[{n}]" for n in numbers)) + f" {_hit_line(hit)}")
     if answer.refused and answer.dropped:
         out.print("\n[bold]Closest matches[/]")
         for d in answer.dropped:
             out.print(f"- {_hit_line(d.hit)}")
-    elif answer.dropped:
-        reasons: dict[str, int] = {}
-        for d in answer.dropped:
-            reasons[d.reason] = reasons.get(d.reason, 0) + 1
-        out.print(
-            f"[dim]{len(answer.dropped)} more sections passed the bar but were left out: "
-            + "; ".join(f"{n} {escape(r)}" for r, n in reasons.items())
-            + "[/]"
-        )
+    elif answer.dropped and not answer.checks.passed:
+        # Only where the answer may fall short is it worth saying that more matched.
+        out.print(f"[dim]{len(answer.dropped)} more sections matched; `pgcite search` lists them.[/]")
     for warning in answer.checks.warnings():
         out.print(f"[yellow]check:[/] {escape(warning)}")
     if not answer.refused:

@@ -25,6 +25,14 @@ if TYPE_CHECKING:
     from pgcite.ingest.report import IngestReport
 
 
+def _sphinx_builder(value: str | None) -> str | None:
+    from pgcite.ingest.sites.sphinx_conf import BUILDERS
+
+    if value is not None and value not in BUILDERS:
+        raise typer.BadParameter(f"unknown Sphinx builder {value!r}; use {' or '.join(BUILDERS)}")
+    return value
+
+
 def _site_name(value: str | None) -> str | None:
     from pgcite.ingest.sites import SITES
 
@@ -118,6 +126,15 @@ def ingest(
         str | None,
         typer.Option("--route-base", help="Docusaurus: the docs' route base path (default docs; / for the site root)."),
     ] = None,
+    sphinx_builder: Annotated[
+        str | None,
+        typer.Option(
+            "--sphinx-builder",
+            callback=_sphinx_builder,
+            help="Sphinx: how the site is built, html (guide/install.html) or dirhtml (guide/install/) "
+            "(default: what .readthedocs.yaml says, else html).",
+        ),
+    ] = None,
     include_root: Annotated[
         str | None,
         typer.Option(
@@ -162,6 +179,7 @@ def ingest(
         version=version,
         site=site,
         route_base=route_base,
+        sphinx_builder=sphinx_builder,
         include_root=include_root,
         chunk_tokens=chunk_tokens,
         languages=[part for part in (languages or "").split(",") if part.strip()] or None,

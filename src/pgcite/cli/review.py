@@ -69,7 +69,8 @@ def review(
         options: dict = {}
         if source:
             recorded = app.source(source).options or {}
-            options = {k: recorded[k] for k in ("site", "route_base", "languages", "exclude") if recorded.get(k)}
+            kept = ("site", "route_base", "sphinx_builder", "languages", "exclude")
+            options = {k: recorded[k] for k in kept if recorded.get(k)}
             options["base_url"] = recorded.get("base_url") or app.source(source).base_url
         options |= {k: v for k, v in (("site", site), ("base_url", base_url)) if v}
         asked = load_questions(*questions) if questions else []

@@ -5,8 +5,10 @@ The site generator is detected first (sites/): it says which files are pages, ho
 their links and versions. Unchanged files are skipped: unread when the listing's stamp is the one
 stored (sources.py), else by their sha256; a changed file is replaced in one transaction; files
 gone from the source are removed once the whole source has been read; chunks whose text was
-embedded before reuse the stored vector. A source with no page at all is an error, and nothing
-stored is removed. Each pass is recorded as the source's last sync (store/sync_rows.py)."""
+embedded before reuse the stored vector; a page whose text is the same but whose links are not
+(another builder, route base or base URL) is re-routed in place. A source with no page at all is
+an error, and nothing stored is removed. Each pass is recorded as the source's last sync
+(store/sync_rows.py)."""
 
 from __future__ import annotations
 
@@ -21,14 +23,14 @@ from pgcite.ingest.chunking import Chunk, chunk_by_headings, chunk_fixed
 from pgcite.ingest.locations import open_source
 from pgcite.ingest.markdown import ParsedDocument
 from pgcite.ingest.report import IngestInterrupted, IngestReport, Progress
-from pgcite.ingest.sites import Site, detect
+from pgcite.ingest.sites import Site, detect, join_url
 from pgcite.ingest.sites.base import web_address
-from pgcite.ingest.sources import DEFAULT_EXCLUDE, Limits, Skipped, Source, Unchanged
+from pgcite.ingest.sources import DEFAULT_EXCLUDE, Document, Limits, Skipped, Source, Unchanged
 from pgcite.ingest.writer import Pending, Writer
 from pgcite.retrieval import calibration
 from pgcite.retrieval.rerank import ReaderReranker
 from pgcite.safety import own_sites
-from pgcite.store import Store, log_rows, sync_rows
+from pgcite.store import Store, documents_sql, log_rows, sync_rows
 
 
 def chunk_budget(settings: Settings, embedder: Embedder) -> int:
@@ -51,6 +53,18 @@ def processing_checksum(file_checksum: str, settings: Settings, budget: int, sit
         f"{settings.chunk_breadcrumb}:{settings.allowed_hosts}:{includes}"
     )
     return hashlib.sha256(f"{file_checksum}\0{recipe}".encode()).hexdigest()
+
+
+def sealed(checksum: str, publishing: str) -> str:
+    """What is stored: the processing checksum, then how the site routes its pages where that is
+    not its generator's default (Site.publishing), apart, so that a page whose text is the same
+    but whose routes changed is re-routed rather than read as changed."""
+    return f"{checksum}+{hashlib.sha256(publishing.encode()).hexdigest()[:16]}" if publishing else checksum
+
+
+def same_text(stored: str, checksum: str) -> bool:
+    """Whether a stored checksum (sealed) is that of a page processed to the same text."""
+    return stored.split("+", 1)[0] == checksum
 
 
 def chunk_document(parsed: ParsedDocument, settings: Settings, embedder: Embedder, budget: int) -> list[Chunk]:
@@ -100,6 +114,7 @@ def ingest(
     version: str = "",
     site: Site | str | None = None,
     route_base: str | None = None,
+    sphinx_builder: str | None = None,
     languages: Sequence[str] | None = None,
     progress: Progress | None = None,
     options: dict | None = None,
@@ -110,13 +125,14 @@ def ingest(
     """Ingest `source` as `source_name`. `site` is the generator (detected when None, or named);
     `base_url` defaults to the one the site's configuration gives; `version` labels an
     unversioned site (a versioned one labels its pages itself); `languages`: only pages in these
-    (by default all the site's). options: the arguments this
-    ingest was asked with, kept for a sync; trigger: what started it (the last sync says);
+    (by default all the site's); `sphinx_builder`: how a Sphinx site is built, over what its
+    settings say. options: the arguments this ingest was asked with, kept for a sync; trigger:
+    what started it (the last sync says);
     recorded_location: the source's location to record, when not where it was read from (an upload).
     reader: pgcite's reader, when it is on: its bar is measured for the source too (calibration.py)."""
     started = time.perf_counter()
     if not isinstance(site, Site):
-        site = detect(source, site, route_base=route_base)
+        site = detect(source, site, route_base=route_base, sphinx_builder=sphinx_builder)
     if site.versions and version:
         raise PgciteError(
             f"this {site.name} site has versions of its own ({', '.join(site.versions)}): ingest it "
@@ -152,16 +168,22 @@ def ingest(
             options=options,
         )
         known = store.stored_files(source_name)
-        # A new base URL or version label changes every stored row: re-process all files (the
-        # vectors come from the cache).
-        stored = known if previous in (None, (base_url, version)) else {}
+        # A new version label changes every stored row: re-process all files (the vectors come
+        # from the cache). A new base URL changes every link: each page is read to re-route it.
+        stored = known if previous is None or previous[1] == version else {}
+        moved = previous is not None and previous[0] != base_url
         # The files whose stored version is current as long as their bytes are the same: the scan
         # skips those whose stamp says so, without reading them.
         current = {
             path: f.stamp
             for path, f in stored.items()
             if f.stamp
-            and f.checksum == processing_checksum(f.file_checksum, settings, budget, site.name, site.digest(f.includes))
+            and not moved
+            and f.checksum
+            == sealed(
+                processing_checksum(f.file_checksum, settings, budget, site.name, site.digest(f.includes)),
+                site.publishing,
+            )
         }
         restamp: dict[str, tuple[str, str]] = {}
         processed: dict[str, tuple[str, ...]] = {}  # path -> the site paths its page includes now
@@ -192,11 +214,17 @@ def ingest(
                     report.unchanged += 1
                 elif isinstance(item, Skipped):
                     report.skipped.append(item)  # the stored version, if any, is kept
-                elif item.path in stored and stored[item.path].checksum == processing_checksum(
-                    item.checksum, settings, budget, site.name, site.digest(stored[item.path].includes)
+                elif item.path in stored and same_text(
+                    stored[item.path].checksum,
+                    text := processing_checksum(
+                        item.checksum, settings, budget, site.name, site.digest(stored[item.path].includes)
+                    ),
                 ):
-                    report.unchanged += 1
-                    restamp[item.path] = (item.stamp, item.checksum)
+                    if stored[item.path].checksum == sealed(text, site.publishing) and not moved:
+                        report.unchanged += 1
+                        restamp[item.path] = (item.stamp, item.checksum)
+                    else:
+                        _reroute(store, site, item, base_url, sealed(text, site.publishing), report)
                 else:
                     try:
                         page = site.render(item)
@@ -206,8 +234,9 @@ def ingest(
                         continue
                     report.problems += [f"{item.path}: {problem}" for problem in page.problems]
                     processed[item.path] = page.included
-                    checksum = processing_checksum(
-                        item.checksum, settings, budget, site.name, site.digest(page.included)
+                    checksum = sealed(
+                        processing_checksum(item.checksum, settings, budget, site.name, site.digest(page.included)),
+                        site.publishing,
                     )
                     pending.append(Pending(page, checksum, chunks, item.path not in known, item.stamp, item.checksum))
                     if sum(len(p.chunks) for p in pending) >= WRITE_BATCH:
@@ -257,6 +286,21 @@ def ingest(
     report.calibration = calibration.refresh(store, embedder, source_name, reader)
     sync_rows.record(store, source_name, trigger=trigger, seconds=report.seconds, report=report)
     return report
+
+
+def _reroute(store: Store, site: Site, item: Document, base_url: str, checksum: str, report: IngestReport) -> None:
+    """A page whose text is as stored but whose site publishes it elsewhere now: its links set in
+    place (its chunks keep their text and vectors; nothing is embedded)."""
+    try:
+        page = site.render(item)  # the route may come from the page's own front matter
+    except Exception as exc:  # noqa: BLE001 - as for a changed page: one that cannot be read costs it alone
+        report.skipped.append(Skipped(item.path, f"could not be read: {first_line(exc)[:300]}"))
+        return
+    url = join_url(base_url, page.route)
+    if documents_sql.reroute_document(store.conn, report.source, item.path, url, checksum, item.stamp, item.checksum):
+        report.rerouted += 1
+    else:  # the same links (a checksum stored before routes were kept with it)
+        report.unchanged += 1
 
 
 def kept_languages(site: Site, languages: Sequence[str] | None) -> set[str] | None:

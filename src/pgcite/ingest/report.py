@@ -16,6 +16,7 @@ class IngestReport:
     new: int = 0
     changed: int = 0
     unchanged: int = 0
+    rerouted: int = 0  # the same text at other links (another builder, route base or base URL): set in place
     removed: int = 0
     skipped: list[Skipped] = field(default_factory=list)
     others: int = 0  # files that are not pages of the site (counted, not read)
@@ -43,7 +44,7 @@ class IngestReport:
 
     @property
     def files_read(self) -> int:
-        return self.new + self.changed + self.unchanged + len(self.skipped)
+        return self.new + self.changed + self.unchanged + self.rerouted + len(self.skipped)
 
     def summary(self) -> str:
         versions = f", versions {', '.join(self.versions)} (default {self.default_version})" if self.versions else ""
@@ -53,8 +54,9 @@ class IngestReport:
             versions += f", {self.left_out} pages in other languages left out"
         if self.stale_answers:
             versions += f"; {self.stale_answers} logged answers cited sections that changed (pgcite log --stale)"
+        rerouted = f"{self.rerouted} re-routed, " if self.rerouted else ""
         return (
-            f"{self.source}: {self.new} new, {self.changed} changed, {self.unchanged} unchanged, "
+            f"{self.source}: {self.new} new, {self.changed} changed, {self.unchanged} unchanged, {rerouted}"
             f"{self.removed} removed, {len(self.skipped)} skipped files, {self.others} other files; "
             f"{self.chunks_embedded} chunks embedded, {self.chunks_reused} reused"
             f"{f', {self.chunks_repeated} repeated' if self.chunks_repeated else ''}; {self.site} site{versions}; "

@@ -35,12 +35,10 @@ def cited_text(
     return [p for p in pieces if p[0]]
 
 
-def cited_sources(answer: Answer) -> list[tuple[int, SearchHit]]:
-    """The sections the answer cites, by number (none for a refusal)."""
-    if answer.refused:
-        return []
-    by_number = {p.number: p.hit for p in answer.sources}
-    return [(n, by_number[n]) for n in answer.citations if n in by_number]
+def cited_sources(answer: Answer) -> list[tuple[str, SearchHit]]:
+    """The sections the answer cites, each once, as "[n]" (or "[n][m]") in the order the text first
+    cites them (none for a refusal)."""
+    return [("".join(f"[{n}]" for n in numbers), hit) for numbers, hit in answer.cited_sections()]
 
 
 def label(hit: SearchHit) -> str:

@@ -95,8 +95,8 @@ def note(text: str, *, ephemeral: bool = False) -> dict:
 def _sources(answer: Answer) -> str:
     cited = citations.cited_sources(answer)
     lines: list[str] = []
-    for n, hit in cited:
-        line = f"[{n}] {_link(hit.url, _cut(escape(citations.label(hit)), LABEL_CHARS))}"
+    for marks, hit in cited:
+        line = f"{marks} {_link(hit.url, _cut(escape(citations.label(hit)), LABEL_CHARS))}"
         if sum(len(x) + 1 for x in lines) + len(line) > SOURCES_ROOM:
             lines.append(f"and {len(cited) - len(lines)} more")
             break

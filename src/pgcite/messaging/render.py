@@ -94,7 +94,7 @@ def answer_message(answer: Answer) -> tuple[str, list[dict]]:
     """The finished answer: (fallback text, blocks)."""
     parts = ["".join(piece for piece, _ in citations.cited_text(answer.text, answer, escape, _link))]
     if cited := citations.cited_sources(answer):
-        lines = [f"[{n}] {_link(hit.url, escape(citations.label(hit)))}" for n, hit in cited]
+        lines = [f"{marks} {_link(hit.url, escape(citations.label(hit)))}" for marks, hit in cited]
         parts.append("*Sources*\n" + "\n".join(lines))
     if links := citations.untrusted_links(answer):
         shown = ", ".join(f"`{escape(x).replace('`', '')}`" for x in links)

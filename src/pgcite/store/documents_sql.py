@@ -133,6 +133,31 @@ def restamp(conn: psycopg.Connection, source: str, stamps: dict[str, tuple[str, 
             )
 
 
+def reroute_document(
+    conn: psycopg.Connection, source: str, path: str, url: str, checksum: str, stamp: str, file_checksum: str
+) -> bool:
+    """A page whose text is as stored, published at `url` now (another builder, route or base URL):
+    its link and its chunks' (each its anchor on the page) set in place, vectors and text kept.
+    True when its link moved."""
+    with conn.transaction():
+        row = conn.execute(
+            "SELECT id, url FROM documents WHERE source = %s AND path = %s FOR UPDATE", (source, path)
+        ).fetchone()
+        if row is None:
+            return False
+        conn.execute(
+            "UPDATE documents SET url = %s, checksum = %s, stamp = %s, file_checksum = %s WHERE id = %s",
+            (url, checksum, stamp, file_checksum, row[0]),
+        )
+        # As the writer joins them (join_url): no link without a base URL, `#anchor` where a section has one.
+        conn.execute(
+            "UPDATE chunks SET url = CASE WHEN %(url)s = '' OR coalesce(anchor, '') = '' THEN %(url)s "
+            "ELSE %(url)s || '#' || anchor END WHERE document_id = %(id)s",
+            {"url": url, "id": row[0]},
+        )
+    return row[1] != url
+
+
 def cached_embeddings(conn: psycopg.Connection, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
     """Vectors already stored for these texts (any document): the embedding cache."""
     if not hashes:

@@ -34,13 +34,27 @@ SITES: dict[str, type[Site]] = {cls.name: cls for cls in (*_GENERATORS, ApiRefer
 SITE_LEVELS = 2
 
 
-def _make(cls: type[Site], files: Files, route_base: str | None) -> Site:
-    return cls(files, route_base=route_base) if cls is Docusaurus else cls(files)
+def _make(cls: type[Site], files: Files, route_base: str | None, sphinx_builder: str | None) -> Site:
+    if cls is Docusaurus:
+        return cls(files, route_base=route_base)
+    return cls(files, builder=sphinx_builder) if cls is Sphinx else cls(files)
 
 
-def detect(source: Source, forced: str | None = None, *, route_base: str | None = None) -> Site:
+def detect(
+    source: Source, forced: str | None = None, *, route_base: str | None = None, sphinx_builder: str | None = None
+) -> Site:
     """The generator of the site `source` holds: from the markers in its root, or in the folders
-    above it (a folder source pointed at the docs folder inside a site); `forced` names one."""
+    above it (a folder source pointed at the docs folder inside a site); `forced` names one.
+    sphinx_builder: how a Sphinx site is built (`html`, `dirhtml`), for no other site."""
+    site = _detect(source, forced, route_base, sphinx_builder)
+    if sphinx_builder is not None and not isinstance(site, Sphinx):
+        raise SourceError(
+            f"--sphinx-builder is for a Sphinx site; {source.location} is read as a {site.name} site: leave it out"
+        )
+    return site
+
+
+def _detect(source: Source, forced: str | None, route_base: str | None, sphinx_builder: str | None) -> Site:
     if forced is not None and forced not in SITES:
         raise SourceError(f"unknown site generator {forced!r}; use one of {', '.join(SITES)}")
     if isinstance(source, WebSource):  # a site read as it is served
@@ -63,13 +77,13 @@ def detect(source: Source, forced: str | None = None, *, route_base: str | None 
                 bound = folder.include_root if folder else ""
                 if up and folder:
                     folder.allow("/".join([".."] * up))  # its configuration and includes are the site's
-                site = _make(cls, files, route_base)
+                site = _make(cls, files, route_base, sphinx_builder)
                 if site.covers():
                     return site
                 if folder:
                     folder.include_root = bound  # not this site's pages: its folders stay out of reach
     if forced is not None and forced != "plain":
-        return _make(SITES[forced], Files(source), route_base)
+        return _make(SITES[forced], Files(source), route_base, sphinx_builder)
     return Plain(Files(source))
 
 

@@ -231,6 +231,12 @@ class Site:
         """The page's URL relative to the base URL: by default the file itself."""
         return site_path
 
+    @property
+    def publishing(self) -> str:
+        """How the site routes its pages where its generator's default does not (a builder, a
+        route base): "" for the default. Kept with each stored page, so a change re-routes them."""
+        return ""
+
     def split(self, site_path: str, text: str) -> tuple[str, dict[str, Any]]:
         """(body, front matter) of a page's text."""
         return split_front_matter(text)

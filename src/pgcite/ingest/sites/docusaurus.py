@@ -147,6 +147,12 @@ class Docusaurus(Site):
         stem = posixpath.splitext(posixpath.basename(site_path))[0]
         return str(front_matter.get("id") or strip_number_prefix(stem))
 
+    @property
+    def publishing(self) -> str:
+        if self.route_base == "docs" and self.trailing_slash is None:
+            return ""
+        return f"route base {self.route_base!r}, trailingSlash {self.trailing_slash}"
+
     def route(self, site_path: str, front_matter: Mapping[str, Any]) -> str:
         locale, version, path = self._where(site_path)
         folder, name = posixpath.split(path)

@@ -251,6 +251,10 @@ class MkDocs(Site):
     def language_of(self, site_path: str) -> str:
         return self.i18n.tag(self.i18n.split(posixpath.relpath(site_path, self.content_dirs[0]))[0])
 
+    @property
+    def publishing(self) -> str:
+        return "" if self.directory_urls else "use_directory_urls: false"
+
     def route(self, site_path: str, front_matter: Mapping[str, Any]) -> str:
         locale, path = self.i18n.split(posixpath.relpath(site_path, self.content_dirs[0]))
         return (f"{locale}/" if locale else "") + self._route(path)

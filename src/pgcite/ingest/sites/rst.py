@@ -24,6 +24,7 @@ from docutils.parsers.rst import Directive, Parser, directives, roles
 from docutils.utils import new_document, unescape
 
 from pgcite.ingest.sites.base import Includes, fence_language, select_lines
+from pgcite.ingest.sites.rst_extensions import ANY_OPTIONS, autodoc_left_out, holds_python
 from pgcite.ingest.sites.rst_writer import DoctreeWriter
 from pgcite.ingest.sites.sphinx_outline import Outline
 
@@ -74,10 +75,21 @@ class _Context:
         self.includes.problems.append(line)
 
 
-def rst_markdown(text: str, site_path: str, includes: Includes, source_dir: str, outline: Outline | None = None) -> str:
+def rst_markdown(
+    text: str,
+    site_path: str,
+    includes: Includes,
+    source_dir: str,
+    outline: Outline | None = None,
+    *,
+    level: int = 1,
+    autodoc: list[str] | None = None,
+) -> str:
     """The page `text` (site path `site_path`) as Markdown, its includes read in; ValueError (one
     line) for a page docutils cannot read whole (a line over LINE_LIMIT characters, nesting
-    deeper than Python's stack), which would otherwise come out empty or half read."""
+    deeper than Python's stack), which would otherwise come out empty or half read. `level`: its
+    top sections' heading level (deeper for reST inside a MyST section); `autodoc`: where to note
+    the autodoc directives left out, for the caller to report once (else reported here)."""
     settings = get_default_settings(Parser)
     settings.report_level = 5  # a broken construct becomes text; the page is still read
     settings.halt_level = 5
@@ -86,24 +98,22 @@ def rst_markdown(text: str, site_path: str, includes: Includes, source_dir: str,
     settings.raw_enabled = False
     settings.auto_id_prefix = "id"  # Sphinx's: a repeated title's section is id1, id2 ...
     settings.line_length_limit = LINE_LIMIT
-    settings.pgcite = context = _Context(includes, source_dir, {site_path: 0}, outline=outline)
+    noted = [] if autodoc is None else autodoc
+    settings.pgcite = context = _Context(includes, source_dir, {site_path: 0}, noted, outline)
     document = new_document(site_path, settings)
     try:
         with _sphinx_vocabulary():
             _register_unknown(text)
             _PARSER.parse(text, document)
         _check_read_whole(document)
-        blocks = DoctreeWriter(document).blocks(document, 1)
+        blocks = DoctreeWriter(document).blocks(document, level)
     except RecursionError:  # docutils and the writer recurse once (or more) a level
         raise ValueError(
             "nested deeper than pgcite reads reStructuredText (lists, quotes or directives inside one "
             "another about a hundred levels deep): flatten it"
         ) from None
-    if context.autodoc:
-        shown = ", ".join(context.autodoc[:3]) + (
-            f" and {len(context.autodoc) - 3} more" if len(context.autodoc) > 3 else ""
-        )
-        context.problem(f"{shown}: autodoc pulls docstrings from the code, which pgcite does not import: left out")
+    if context.autodoc and autodoc is None:
+        context.problem(autodoc_left_out(context.autodoc))
     return "\n\n".join(blocks) + "\n"
 
 
@@ -155,22 +165,9 @@ def target_title(role: str, target: str, includes: Includes | None, outline: Out
 # --- directives ----------------------------------------------------------------------------
 
 
-class _AnyOptions(dict):
-    """Every option accepted, as text: a directive's options are read, whatever Sphinx or an
-    extension names them, and not mistaken for its arguments or content."""
-
-    def __missing__(self, key: str) -> Any:
-        return directives.unchanged
-
-    def __bool__(self) -> bool:
-        return True
-
-
-ANY_OPTIONS = _AnyOptions()
-
-
 class _Content(Directive):
-    """A directive pgcite does not know: its content is read as text, its arguments dropped."""
+    """A directive pgcite does not know: its content is read as text, its arguments dropped; or
+    shown as code where it is Python (an extension's example, `.. click:example::`)."""
 
     optional_arguments = 10
     final_argument_whitespace = True
@@ -178,6 +175,9 @@ class _Content(Directive):
     option_spec: ClassVar[Any] = ANY_OPTIONS
 
     def run(self) -> list[nodes.Node]:
+        if holds_python(self.content):
+            code = "\n".join(self.content)
+            return [nodes.literal_block(code, code, language="python")]
         container = nodes.container()
         self.state.nested_parse(self.content, self.content_offset, container)
         return container.children

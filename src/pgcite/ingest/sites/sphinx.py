@@ -3,25 +3,30 @@
 where `myst_parser` is among the `extensions`, however conf.py adds it, or a `myst_*` setting is
 set), what is left out (`exclude_patterns`), the base URL (`html_baseurl`), the page suffix
 (`html_file_suffix`) and the language; Read the Docs' `.readthedocs.yaml`, at the project's root,
-says whether it is built as `dirhtml` (`guide/install/`). reStructuredText goes through docutils
-(rst.py); pages route `guide/install.rst` -> `guide/install.html`; sections are anchored by the
-ids docutils makes, which are the ids in Sphinx's HTML."""
+says whether it is built as `dirhtml` (`guide/install/`), unless the ingest names the builder.
+reStructuredText goes through docutils (rst.py), and so does MyST's `{eval-rst}`; pages route
+`guide/install.rst` -> `guide/install.html`; sections are anchored by the ids docutils makes,
+which are the ids in Sphinx's HTML."""
 
 from __future__ import annotations
 
 import posixpath
 import re
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
 from docutils.nodes import make_id
 
+from pgcite.errors import SourceError
 from pgcite.ingest.anchors import AnchorRule
 from pgcite.ingest.markdown import Dialect
-from pgcite.ingest.sites.base import Files, Includes, Site, code_fence
+from pgcite.ingest.markup import split_fenced
+from pgcite.ingest.sites.base import Files, Includes, Site, code_fence, indent_lines
 from pgcite.ingest.sites.languages import language_tag
 from pgcite.ingest.sites.rst import rst_markdown, target_title
-from pgcite.ingest.sites.sphinx_conf import read_conf, read_the_docs_builder, uses_myst
+from pgcite.ingest.sites.rst_extensions import autodoc_left_out, holds_python
+from pgcite.ingest.sites.sphinx_conf import BUILDERS, read_conf, read_the_docs_builder, uses_myst
 from pgcite.ingest.sites.sphinx_outline import Outline
 
 __all__ = ["Sphinx", "read_conf"]
@@ -50,8 +55,11 @@ class Sphinx(Site):
     markers = ("conf.py",)
     base_url_setting = "conf.py's html_baseurl"
 
-    def __init__(self, files: Files) -> None:
+    def __init__(self, files: Files, *, builder: str | None = None) -> None:
+        """builder: `html` or `dirhtml`, as the ingest names it; else Read the Docs' settings say."""
         super().__init__(files)
+        if builder is not None and builder not in BUILDERS:
+            raise SourceError(f"unknown Sphinx builder {builder!r}; use {' or '.join(BUILDERS)}")
         try:
             self.conf = read_conf(files.read("conf.py"))
         except OSError:
@@ -60,7 +68,7 @@ class Sphinx(Site):
         self.suffixes = self._suffixes()
         self.base_url = str(self.conf.get("html_baseurl") or "")
         self.page_suffix = str(self.conf.get("html_file_suffix") or ".html")
-        self.dirhtml = read_the_docs_builder(files) == "dirhtml"
+        self.dirhtml = (builder or read_the_docs_builder(files)) == "dirhtml"
         root = self.conf.get("root_doc") or self.conf.get("master_doc") or "index"
         self.outline = Outline(files, self.suffixes, str(root))
         if tag := language_tag(self.conf.get("language")):
@@ -101,6 +109,12 @@ class Sphinx(Site):
     def dialect_for(self, site_path: str) -> Dialect:
         return Dialect(anchors=DOCUTILS)
 
+    @property
+    def publishing(self) -> str:
+        if self.dirhtml:
+            return "dirhtml"
+        return "" if self.page_suffix == ".html" else f"html {self.page_suffix}"
+
     def route(self, site_path: str, front_matter: Mapping[str, Any]) -> str:
         stem = self.outline.docname(site_path)
         if not self.dirhtml:
@@ -114,7 +128,11 @@ class Sphinx(Site):
 
     def prepare(self, body: str, includes: Includes) -> str:
         if includes.page.endswith(".md"):
-            return myst_markdown(body, includes, self.outline)
+            autodoc: list[str] = []  # met in any {eval-rst} block: said once for the page, as for .rst
+            markdown = myst_markdown(body, includes, self.outline, autodoc)
+            if autodoc:
+                includes.problems.append(autodoc_left_out(autodoc))
+            return markdown
         return rst_markdown(body, includes.page, includes, "", self.outline)
 
     def position_of(self, site_path: str, includes: Includes) -> int | None:
@@ -148,32 +166,66 @@ _MYST_ADMONITIONS = {
 }  # fmt: skip
 
 
-def myst_markdown(body: str, includes: Includes | None = None, outline: Outline | None = None) -> str:
+def myst_markdown(
+    body: str, includes: Includes | None = None, outline: Outline | None = None, autodoc: list[str] | None = None
+) -> str:
     """MyST's directives and roles as Markdown: ```{code-block} py as a code fence, ```{note} as a
-    quoted note, ```{toctree} and autodoc gone, {ref}`text <x>` as its text ({doc}`x` as x's title),
-    `(label)=` the id of the heading under it (else gone)."""
+    quoted note, ```{eval-rst} read as reStructuredText, ```{toctree} and autodoc gone (noted in
+    `autodoc`), {ref}`text <x>` as its text ({doc}`x` as x's title), `(label)=` the id of the
+    heading under it (else gone)."""
     body = _LABELLED_HEADING.sub(lambda m: f"{m['heading'].rstrip()} {{#{make_id(m['label'])}}}", body)
     body = _LABEL.sub("", body)
-    body = _FENCE.sub(lambda m: _directive(m, includes, outline), body)
+    body = _FENCE.sub(lambda m: _directive(m, includes, outline, autodoc), body)
     return _MYST_ROLE.sub(lambda m: _myst_role(m, includes, outline), body)
 
 
-def _directive(match: re.Match[str], includes: Includes | None, outline: Outline | None) -> str:
+def _directive(
+    match: re.Match[str], includes: Includes | None, outline: Outline | None, autodoc: list[str] | None
+) -> str:
     name = match["name"].rsplit(":", 1)[-1]
     text = _OPTION.sub("", match["body"], count=1)
     argument = match["argument"].strip()
     if name in _MYST_CODE:
         return code_fence(text, argument)
+    if name == "eval-rst" and includes is not None:
+        return _eval_rst(match, includes, outline, autodoc)
     if name in _MYST_ADMONITIONS:
         title = argument if name == "admonition" else name.replace("seealso", "see also").capitalize()
-        inner = myst_markdown(text, includes, outline).strip("\n")
+        inner = myst_markdown(text, includes, outline, autodoc).strip("\n")
         lines = inner.split("\n") if inner else []
         first = f"**{title}:** {lines[0]}" if lines else f"**{title}**"
         quoted = [first, *lines[1:]]
         return "\n".join(match["indent"] + ("> " + line if line else ">") for line in quoted)
+    if name.startswith("auto") and autodoc is not None:
+        autodoc.append(f"{match['name']} {argument}".strip())
     if name in {"toctree", "contents", "index"} or name.startswith("auto"):
         return ""
-    return myst_markdown(text, includes, outline)  # any other directive: its content
+    if holds_python(text.split("\n")):  # an extension's example (```{click:example}): code, as in reST
+        return indent_lines(code_fence(textwrap.dedent(text), "python"), match["indent"])
+    return myst_markdown(text, includes, outline, autodoc)  # any other directive: its content
+
+
+def _eval_rst(match: re.Match[str], includes: Includes, outline: Outline | None, autodoc: list[str] | None) -> str:
+    """```{eval-rst}: its body read as the site's .rst pages are (directives, roles, code), its
+    sections nested under the Markdown heading it follows, as MyST nests them."""
+    rst = textwrap.dedent(match["body"])
+    markdown = rst_markdown(rst, includes.page, includes, "", outline, level=_level_after(match), autodoc=autodoc)
+    return indent_lines(markdown.strip("\n"), match["indent"])
+
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]|$)", re.MULTILINE)
+
+
+def _level_after(match: re.Match[str]) -> int:
+    """One below the last Markdown heading before `match` (headings in code blocks are not), or 1
+    where none is: a section of the reST is then the page's title, as in Sphinx."""
+    levels = [
+        len(found[1])
+        for run, fence in split_fenced(match.string[: match.start()])
+        if fence is None
+        for found in _ATX.finditer("\n".join(run))
+    ]
+    return min(levels[-1] + 1, 6) if levels else 1
 
 
 def _myst_role(match: re.Match[str], includes: Includes | None, outline: Outline | None) -> str:

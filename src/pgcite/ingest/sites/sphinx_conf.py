@@ -8,6 +8,8 @@ import ast
 import os
 import posixpath
 import re
+import shlex
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -17,10 +19,12 @@ from pgcite.ingest import bounded_yaml
 from pgcite.ingest.folder import FolderSource
 from pgcite.ingest.sites.base import Files
 
-__all__ = ["read_conf", "read_the_docs_builder", "uses_myst"]
+__all__ = ["BUILDERS", "read_conf", "read_the_docs_builder", "uses_myst"]
 
+BUILDERS = ("html", "dirhtml")  # the builders whose routes pgcite gives (--sphinx-builder)
 _MYST = {"myst_parser", "myst_nb"}
-_BUILD_COMMAND = re.compile(r"sphinx-build\b.*?\s-[bM]\s*(\w+)")
+# Sphinx run from a shell line: `sphinx-build ...`, `python -m sphinx ...`, up to the next command.
+_SPHINX_RUN = re.compile(r"(?:\bsphinx-build\b|-m[ \t]+sphinx(?:\.cmd\.build)?\b(?![.\w-]))(?P<args>[^;&|\n]*)")
 _READ_THE_DOCS = (".readthedocs.yaml", ".readthedocs.yml")
 
 
@@ -109,10 +113,10 @@ def _listed(value: ast.expr) -> list[ast.Constant]:
 
 
 def read_the_docs_builder(files: Files) -> str:
-    """The builder Read the Docs runs (`sphinx: builder:` in .readthedocs.yaml, or the `-b` of a
-    `sphinx-build` among its `build: commands:`), from the nearest settings file in the folder of
-    conf.py or above it, up to the root of what pgcite may read (the project's root, where Read the
-    Docs keeps it; never above); "html" when none says."""
+    """The builder Read the Docs runs (`sphinx: builder:` in .readthedocs.yaml, or the builder of
+    a `sphinx-build` in its `build: jobs: build: html:` or its `build: commands:`), from the nearest
+    settings file in the folder of conf.py or above it, up to the root of what pgcite may read (the
+    project's root, where Read the Docs keeps it; never above); "html" when none says."""
     for up in range(_levels_readable(files) + 1):
         for name in _READ_THE_DOCS:
             try:
@@ -129,12 +133,33 @@ def _builder(settings: Any) -> str:
     sphinx = settings.get("sphinx")
     if isinstance(sphinx, dict) and sphinx.get("builder"):
         return str(sphinx["builder"])
-    build = settings.get("build")
-    commands = build.get("commands") if isinstance(build, dict) else None
-    for command in commands if isinstance(commands, list) else []:
-        if isinstance(command, str) and (found := _BUILD_COMMAND.search(command)):
-            return found.group(1)
+    build = settings.get("build") if isinstance(settings.get("build"), dict) else {}
+    jobs = build.get("jobs") if isinstance(build.get("jobs"), dict) else {}
+    # The HTML Read the Docs publishes is built by jobs.build.html; the other jobs (pdf, epub,
+    # pre_build) make no pages, so a builder there is not the site's.
+    html = jobs.get("build", {}).get("html") if isinstance(jobs.get("build"), dict) else None
+    for commands in (html, build.get("commands")):
+        for command in commands if isinstance(commands, list) else []:
+            if isinstance(command, str) and (found := next(_builders(command), None)):
+                return found
     return "html"
+
+
+def _builders(command: str) -> Iterator[str]:
+    """The builders the Sphinx runs in a shell line name: `-b dirhtml`, `-bdirhtml`, `-M dirhtml`,
+    `--builder dirhtml`, `--builder=dirhtml`."""
+    for run in _SPHINX_RUN.finditer(command):
+        try:
+            words = shlex.split(run["args"])
+        except ValueError:  # an unclosed quote: the words as they stand
+            words = run["args"].split()
+        for word, after in zip(words, [*words[1:], ""], strict=True):
+            if word in ("-b", "-M", "--builder") and after:
+                yield after
+            elif word.startswith("--builder="):
+                yield word.split("=", 1)[1]
+            elif word.startswith(("-b", "-M")) and len(word) > 2 and word[2:].isidentifier():
+                yield word[2:]
 
 
 def _levels_readable(files: Files) -> int:
