@@ -186,6 +186,9 @@ def test_the_command(core: Pgcite, asked: dict, tmp_path: Path):
     assert "## What the docs are missing" in report and "[File a docs task](https://github.com/acme/widgets/" in report
     table = pgcite("--since", "7d", "--gaps", "0")
     assert table.returncode == 0 and "Questions per day" in table.stdout and "Tuning" in table.stdout
+    # Piped, a table keeps each cell whole on its line rather than wrapping it at 80 columns.
+    gaps = pgcite("--since", "7d").stdout
+    assert any(PAIR_W in line or PAIR_G in line for line in gaps.splitlines()), gaps
     bad = pgcite("--since", "soon")
     assert bad.returncode == 1 and bad.stderr.startswith("error: --since takes a span") and bad.stderr.count("\n") == 1
     assert pgcite("--channel", "fax").stderr.startswith("error: unknown channel 'fax'")

@@ -65,7 +65,9 @@ FORMS = [
 
 @pytest.mark.parametrize("levels", [1, 2])
 @pytest.mark.parametrize("settings_file", FORMS)
-def test_each_way_read_the_docs_names_dirhtml_gives_folder_routes(tmp_path: Path, settings_file: str, levels: int) -> None:
+def test_each_way_read_the_docs_names_dirhtml_gives_folder_routes(
+    tmp_path: Path, settings_file: str, levels: int
+) -> None:
     tree = tmp_path / "tree"
     docs = write_project(tree / "docs" / "source" if levels == 2 else tree / "docs")
     (tree / ".readthedocs.yaml").write_text(settings_file)
@@ -105,7 +107,8 @@ def test_a_builder_pgcite_does_not_route_or_a_site_that_is_not_sphinx_is_one_lin
     plain = tmp_path / "notes"
     plain.mkdir()
     (plain / "readme.md").write_text("# Notes\n\nText.\n")
-    with pytest.raises(SourceError, match=r"^--sphinx-builder is for a Sphinx site; .*notes is read as a plain site: leave it out$"):
+    said = r"^--sphinx-builder is for a Sphinx site; .*notes is read as a plain site: leave it out$"
+    with pytest.raises(SourceError, match=said):
         routes(plain, "dirhtml")
     done = CliRunner().invoke(cli, ["ingest", str(docs), "--sphinx-builder", "singlehtml"])
     said = " ".join(re.sub(r"[│╭╮╰╯─]", " ", done.output).split())  # out of rich's box, however it wraps

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tests.test_sites import read_site, text
 
 from pgcite.ingest.sites import Page

@@ -10,11 +10,28 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
+from rich.table import Table
 
 from pgcite.config import Settings, load_settings
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)  # one line per message, also in a log
+
+
+def print_table(table: Table) -> None:
+    """A table at the terminal's width; piped, at its own, so a file or a pager gets every cell
+    whole rather than wrapped at 80 columns."""
+    if out.is_terminal:
+        out.print(table)
+        return
+    natural = Measurement.get(out, out.options.update(width=10_000), table).maximum
+    width = out.width
+    out.width = max(natural, width)  # print's own width= is capped at the console's
+    try:
+        out.print(table)
+    finally:
+        out.width = width
 
 
 def cli_settings() -> Settings:

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from pgcite.cli.common import ModeOption, cli_settings, default_source_name, err, out
+from pgcite.cli.common import ModeOption, cli_settings, default_source_name, err, out, print_table
 from pgcite.errors import PgciteError
 
 
@@ -201,7 +201,7 @@ def eval_questions(
             + (f", source {source}" if source else "")
             + (f", answers by {generator.name}" if generator else "")
         )
-        out.print(_eval_table(report, escape(title)))
+        print_table(_eval_table(report, escape(title)))
     if failures := failed_bars(report, bars):
         for line in failures:
             err.print(f"[red]fail:[/] {escape(line)}", soft_wrap=True)
@@ -260,4 +260,4 @@ def _eval_compare(qs, corpus: str, chosen, *, settings, embedder, k: int, source
             )
         )
         return
-    out.print(_compare_table(results, escape(f"{len(qs)} questions on {corpus}, k={k}, {settings.search_mode} search")))
+    print_table(_compare_table(results, escape(f"{len(qs)} questions on {corpus}, k={k}, {settings.search_mode} search")))

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from pgcite.cli.common import cli_settings, out
+from pgcite.cli.common import cli_settings, out, print_table
 
 
 def _pct(share: float | None) -> str:
@@ -117,11 +117,11 @@ def _print(data: dict) -> None:
     table = Table(*header, title=f"Questions per {data['span']['unit']}", title_justify="left")
     for row in rows:
         table.add_row(*map(escape, row))
-    out.print(table)
+    print_table(table)
     pages = Table("answers", "page", "source", title="The most cited pages", title_justify="left")
     for p in data["cited_pages"]:
         pages.add_row(str(p["answers"]), escape(p["title"] or p["path"]), escape(p["source"]))
-    out.print(pages)
+    print_table(pages)
     again = data["ask_again"]
     out.print(f"[bold]Ask again:[/] {again['count']} answers cited sections that have changed since")
     for e in again["examples"]:
@@ -137,7 +137,7 @@ def _print(data: dict) -> None:
             escape(closest),
             "link in --markdown" if g["task_url"] else "",
         )
-    out.print(gaps)
+    print_table(gaps)
 
 
 def insights(

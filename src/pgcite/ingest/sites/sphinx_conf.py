@@ -133,16 +133,21 @@ def _builder(settings: Any) -> str:
     sphinx = settings.get("sphinx")
     if isinstance(sphinx, dict) and sphinx.get("builder"):
         return str(sphinx["builder"])
-    build = settings.get("build") if isinstance(settings.get("build"), dict) else {}
-    jobs = build.get("jobs") if isinstance(build.get("jobs"), dict) else {}
+    build = _mapping(settings, "build")
     # The HTML Read the Docs publishes is built by jobs.build.html; the other jobs (pdf, epub,
     # pre_build) make no pages, so a builder there is not the site's.
-    html = jobs.get("build", {}).get("html") if isinstance(jobs.get("build"), dict) else None
+    html = _mapping(_mapping(build, "jobs"), "build").get("html")
     for commands in (html, build.get("commands")):
         for command in commands if isinstance(commands, list) else []:
             if isinstance(command, str) and (found := next(_builders(command), None)):
                 return found
     return "html"
+
+
+def _mapping(settings: dict, key: str) -> dict:
+    """The mapping under `key`, or an empty one where the settings hold something else."""
+    value = settings.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def _builders(command: str) -> Iterator[str]:
