@@ -302,8 +302,13 @@ def _unfaithful(claim: str, words: set[str], sources: Sequence[Passage]) -> str:
         return "it names " + ", ".join(f"`{t}`" for t in missing) + ", which the sources do not"
     # Split as the claim is, so a quoted sentence meets itself, not the item around it (whose other
     # sentence may say "not").
-    sentences = [part for p in sources for s in split_claims(p.hit.content) or [p.hit.content]
-                 for part in SENTENCE_END.split(s) if part.strip()]
+    sentences = [
+        part
+        for p in sources
+        for s in split_claims(p.hit.content) or [p.hit.content]
+        for part in SENTENCE_END.split(s)
+        if part.strip()
+    ]
     kept = [content_words(s) for s in sentences]
     for part in SENTENCE_END.split(claim):
         own = content_words(part)

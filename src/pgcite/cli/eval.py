@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from pgcite.cli.common import ModeOption, cli_settings, default_source_name, err, out, print_table
+from pgcite.cli.common import ModeOption, cli_settings, default_source_name, err, print_table
 from pgcite.errors import PgciteError
 
 
@@ -260,4 +260,6 @@ def _eval_compare(qs, corpus: str, chosen, *, settings, embedder, k: int, source
             )
         )
         return
-    print_table(_compare_table(results, escape(f"{len(qs)} questions on {corpus}, k={k}, {settings.search_mode} search")))
+    print_table(
+        _compare_table(results, escape(f"{len(qs)} questions on {corpus}, k={k}, {settings.search_mode} search"))
+    )

@@ -57,9 +57,16 @@ def run_searches(
     for q in questions:
         if progress:
             progress(q.id)
-        hits = [_owned(hit, gold_source) for hit in app.search(
-            q.question, k=fetch_size(k), mode=mode, filters=SearchFilter(source=source, version=version), rerank=rerank
-        )]
+        hits = [
+            _owned(hit, gold_source)
+            for hit in app.search(
+                q.question,
+                k=fetch_size(k),
+                mode=mode,
+                filters=SearchFilter(source=source, version=version),
+                rerank=rerank,
+            )
+        ]
         retrievals[q.id] = Retrieval(
             tuple(distinct_sections(hits, max(k, 3))), sum(_tokens(app.embedder, h) for h in hits[:3])
         )
@@ -90,7 +97,10 @@ def run_answers(
         by_number = {p.number: p.hit.content for p in answer.sources}
         fed = tuple(
             RankedSection(
-                _owned(p.hit, gold_source).path, p.hit.heading, trail_of(p.hit.breadcrumb, p.hit.title, p.hit.heading), (p.hit.content,)
+                _owned(p.hit, gold_source).path,
+                p.hit.heading,
+                trail_of(p.hit.breadcrumb, p.hit.title, p.hit.heading),
+                (p.hit.content,),
             )
             for p in answer.sources
         )
