@@ -227,15 +227,16 @@ def test_progress_without_a_terminal_is_a_line_every_few_seconds(monkeypatch: py
     monkeypatch.setattr(cli, "err", Console(file=log, force_terminal=False, width=200))
     now = [100.0]
     monkeypatch.setattr(cli._Progress, "_now", staticmethod(lambda: now[0]))
-    report = IngestReport(source="docs", new=3, chunks_embedded=40)
+    report = IngestReport(source="docs", scanned=3, chunks_embedded=40)
     with cli._Progress("docs") as progress:
-        for step in range(12):  # a file a second for twelve seconds
+        for step in range(12):  # a file a second for twelve seconds, read before any is written
             now[0] += 1.0
-            report.new += 1
+            report.scanned += 1
             progress(f"page{step}.md", report)
     lines = log.getvalue().splitlines()
-    assert lines == ["ingesting docs: 8 files, 40 chunks embedded, 0 reused (5 s)",
-                     "ingesting docs: 13 files, 40 chunks embedded, 0 reused (10 s)"]
+    assert lines == ["ingesting docs: reading the files and loading the embedding model",  # at once
+                     "ingesting docs: 8 files read, 40 chunks embedded, 0 reused (5 s)",
+                     "ingesting docs: 13 files read, 40 chunks embedded, 0 reused (10 s)"]
 
 
 def test_sources_lists_the_site_and_its_versions(env: dict[str, str]):

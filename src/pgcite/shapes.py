@@ -83,8 +83,10 @@ def key(k: ApiKey) -> dict:
 
 
 def ingest_report(r: IngestReport) -> dict:
+    fields = dataclasses.asdict(r)
+    del fields["scanned"]  # progress while it runs; files_read is the count at the end
     return dict(
-        dataclasses.asdict(r),
+        fields,
         versions=list(r.versions),
         files_read=r.files_read,
         seconds=round(r.seconds, 3),

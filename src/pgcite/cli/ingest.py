@@ -46,6 +46,7 @@ class _Progress:
     long ingest is never silent."""
 
     EVERY = 5.0  # seconds between lines when stderr is not a terminal
+    STARTING = "reading the files and loading the embedding model"  # said at once: the model takes seconds
     _now = staticmethod(time.monotonic)
 
     def __init__(self, name: str) -> None:
@@ -63,11 +64,13 @@ class _Progress:
                 console=err,
                 transient=True,
             )
-            self._task = self._bar.add_task(f"ingesting {name}", total=None, counts="", path="")
+            self._task = self._bar.add_task(f"ingesting {name}", total=None, counts=self.STARTING, path="")
 
     def __enter__(self) -> _Progress:
         if self._bar:
             self._bar.__enter__()
+        else:
+            err.print(f"ingesting {escape(self._name)}: {self.STARTING}", soft_wrap=True)
         return self
 
     def __exit__(
@@ -77,7 +80,7 @@ class _Progress:
             self._bar.__exit__(kind, exc, traceback)
 
     def __call__(self, path: str, report) -> None:
-        counts = f"{report.files_read} files, {report.chunks_embedded} chunks embedded, {report.chunks_reused} reused"
+        counts = f"{report.scanned} files read, {report.chunks_embedded} chunks embedded, {report.chunks_reused} reused"
         if self._bar:
             self._bar.update(self._task, counts=counts, path=escape(path))
         elif self._now() - self._last >= self.EVERY:

@@ -210,6 +210,7 @@ def ingest(
                     report.left_out += 1  # not seen: a page stored before is removed
                     continue
                 seen.add(item.path)
+                report.scanned += 1
                 if isinstance(item, Unchanged):
                     report.unchanged += 1
                 elif isinstance(item, Skipped):

@@ -41,6 +41,7 @@ class IngestReport:
     # file beside an ingested folder): what else `--watch` watches.
     included: list[str] = field(default_factory=list)
     calibration: Calibration | None = None  # the source's relevance bar, as measured (calibration.py)
+    scanned: int = 0  # files looked at so far (a page read counts before its chunks are written)
 
     @property
     def files_read(self) -> int:
