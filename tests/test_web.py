@@ -45,7 +45,9 @@ HOSTILE = {
                  "`<script>window.__pwned = 1</script>` or `<img src=x onerror=\"window.__pwned=2\">` and the "
                  "reader sees exactly that.\n\n"
                  "```html\n<script>window.__pwned = 1</script>\n<img src=x onerror=\"window.__pwned=2\">\n```\n\n"
-                 "A link such as [click](javascript:window.__pwned=3) is shown as text too and never followed.\n",
+                 "A link such as [click](javascript:window.__pwned=3) is shown as text too and never followed; "
+                 "one whose text is code, such as [`render_markup()`](https://notes.example.com/api), shows "
+                 "its code.\n",
     "backups.md": "# Backups\n\n## Nightly backups\n\nThe server takes a backup every night at 02:00 and keeps the "
                   "last 14 backups.\n",
 }
@@ -214,7 +216,8 @@ def test_ask_read_the_cited_section_rate_the_answer_and_meet_a_refusal(browser, 
         text = hostile.locator(".panel .section-text")
         assert "<script>window.__pwned = 1</script>" in text.inner_text()  # shown, as text
         link = text.locator(".doc-link")  # a document's own link: its text, the target only as a tooltip
-        assert link.inner_text() == "click" and link.get_attribute("title") == "javascript:window.__pwned=3"
+        assert link.first.inner_text() == "click" and link.first.get_attribute("title") == "javascript:window.__pwned=3"
+        assert link.nth(1).locator("code").inner_text() == "render_markup()"  # not its Markdown source
         assert text.locator("script, img").count() == 0
         shot(page, "5-hostile-section")
         assert page.evaluate("window.__pwned") is None
