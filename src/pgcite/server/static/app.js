@@ -176,10 +176,9 @@
     for (const m of raw.matchAll(INLINE)) {
       const kind = m[1] != null ? "code" : m[2] != null ? "strong" : m[3] != null ? "link" : "cite";
       if (kind === "cite" && !ctx.cite) continue;
+      if (kind === "link" && ctx.cite) continue; // in an answer a link stays as written, its target in sight
       addText(last, m.index);
-      // In an answer a link is never followed: its text, then its target in sight.
-      tokens.push({ kind: kind === "link" && ctx.cite ? "answer-link" : kind, start: m.index,
-        value: m[1] ?? m[2] ?? m[3] ?? m[5], target: m[4] });
+      tokens.push({ kind, start: m.index, value: m[1] ?? m[2] ?? m[3] ?? m[5], target: m[4] });
       last = m.index + m[0].length;
     }
     addText(last, raw.length);
@@ -196,7 +195,6 @@
         : token.kind === "code" ? [el("code", { text: token.value })]
         : token.kind === "strong" ? [el("strong", { text: token.value })]
         : token.kind === "link" ? [el("span", { class: "doc-link", title: token.target }, linkText(token.value))]
-        : token.kind === "answer-link" ? [linkText(token.value), document.createTextNode(` (${token.target})`)]
         : token.value.split(",").map((n) => ctx.cite(Number(n.trim())));
       if (group) group.node.append(...made);
       else nodes.push(...made);
