@@ -181,6 +181,12 @@ class FakeSlack:
                 return {"ok": False, "error": "message_not_found"}
             message.update(text=args.get("text", ""), blocks=args.get("blocks", []))
             return {"ok": True, "channel": channel, "ts": message["ts"], "text": message["text"]}
+        if method == "chat.delete":
+            message = next((m for m in self.messages[channel] if m["ts"] == args.get("ts")), None)
+            if message is None:
+                return {"ok": False, "error": "message_not_found"}
+            self.messages[channel].remove(message)
+            return {"ok": True, "channel": channel, "ts": message["ts"]}
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": f"{self._clock:.6f}"}
         if method == "conversations.replies":

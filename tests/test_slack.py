@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import threading
 import time
 import urllib.parse
 import uuid
@@ -347,6 +348,36 @@ def test_an_answer_that_waited_past_its_lease_is_left_to_the_server_that_took_it
     assert len(bot_replies(fake, "C1", ts)) == 1 and len(logged(core, question)) == 1
     with core.writer() as store:  # finished, once
         assert not chat_sql.renew(store, taken, 60) and not chat_sql.finish(store, taken)
+
+
+def test_a_placeholder_posted_after_the_lease_ran_out_is_deleted(fake: FakeSlack, core: Pgcite):
+    """The placeholder's post slept through a rate limit; meanwhile the lease ran out and another
+    server took the delivery (and answers it): the late placeholder must not stay in the thread."""
+    question = "What is the default spin rate? (a rate-limited placeholder)"
+    ts = fake.user_message("C1", "U1", f"<@{BOT_USER}> {question}")
+    pending = chat_sql.Pending(f"T1/C1/{ts}", TEAM, "C1", "U1", ts, "", question)
+    with core.writer() as store:
+        held = chat_sql.take(store, pending, lease=60)
+    assert held
+    fake.fail("chat.postMessage", 429, retry_after=2)
+    taken: list[chat_sql.Pending] = []
+    posts = len(fake.calls_of("chat.postMessage"))
+
+    def another_server_takes_it() -> None:
+        fake.wait_for(lambda: len(fake.calls_of("chat.postMessage")) > posts)  # the post sleeps on its 429
+        with core.writer() as store:
+            store.conn.execute("UPDATE chat_events SET lease_until = now() - interval '1 second' "
+                               "WHERE event_id = %s", (pending.event_id,))
+            taken.extend(p for p in chat_sql.take_stalled(store, "slack", 60) if p.event_id == pending.event_id)
+
+    other = threading.Thread(target=another_server_takes_it)
+    other.start()
+    bot = SlackBot(core, follow_up=lambda question: False)
+    bot._start(held, bot.channels.scope(TEAM, "C1", direct=False))
+    other.join(timeout=30)
+    assert taken and taken[0].holder != held.holder
+    assert len(fake.calls_of("chat.delete")) == 1 and bot_replies(fake, "C1", ts) == []
+    assert logged(core, question) == []  # this server did not answer: the other one does
 
 
 def test_slack_checks_the_request_url_with_a_signed_challenge(base: str):

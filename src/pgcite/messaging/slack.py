@@ -175,7 +175,16 @@ class SlackBot:
             return
         pending = dataclasses.replace(pending, reply=posted["ts"])
         with self.core.writer() as store:
-            chat_sql.started(store, pending, self.LEASE)
+            ours = chat_sql.started(store, pending, self.LEASE)
+        if not ours:
+            # The post slept through a rate limit past the lease and another server answers: the
+            # placeholder would stay in the thread, saying it is looking, for good.
+            log.info("slack: %s was taken by another server, which answers it", pending.event_id)
+            try:
+                self._replies.chat_delete(channel=pending.channel, ts=pending.reply)
+            except SlackClientError as exc:
+                log.warning("slack: an unused placeholder in %s not deleted: %s", pending.channel, first_line(exc))
+            return
         self._answer(pending, scope)
 
     def _answer(self, pending: Pending, scope: Scope) -> None:
