@@ -176,7 +176,7 @@ class _Content(Directive):
 
     def run(self) -> list[nodes.Node]:
         if holds_python(self.content):
-            code = "\n".join(self.content)
+            code = "\n".join(self.content).strip("\n")  # a blank line after the directive is not code
             return [nodes.literal_block(code, code, language="python")]
         container = nodes.container()
         self.state.nested_parse(self.content, self.content_offset, container)
