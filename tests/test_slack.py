@@ -380,6 +380,32 @@ def test_a_placeholder_posted_after_the_lease_ran_out_is_deleted(fake: FakeSlack
     assert logged(core, question) == []  # this server did not answer: the other one does
 
 
+def test_an_event_the_database_cannot_record_is_not_acknowledged(base: str, fake: FakeSlack, core: Pgcite,
+                                                                  settings, admin_dsn: str):
+    """Acknowledged and then lost, a question is never answered (no sweep finds what was never
+    recorded): Slack gets a 503 instead, and delivers the event again."""
+    import psycopg
+    from psycopg import sql
+    from slack_bolt.request import BoltRequest
+
+    slack = dict(slack_bot_token=TOKEN, slack_signing_secret=SECRET, slack_api_url=fake.url, slack_channels=CHANNELS)
+    with Pgcite(dataclasses.replace(settings, **slack), embedder=core.embedder) as app:
+        bot = SlackBot(app, follow_up=lambda question: False)
+        database = psycopg.conninfo.conninfo_to_dict(settings.database_url)["dbname"]
+        with psycopg.connect(admin_dsn, autocommit=True) as admin:  # the database refuses new connections
+            admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS false").format(sql.Identifier(database)))
+        try:
+            event, ts = mention(fake, "C1", "What is the default spin rate? (database down)")
+            body = json.dumps(event)
+            response = bot.app.dispatch(BoltRequest(body=body, headers=sign(SECRET, body.encode())))
+        finally:
+            bot.close()
+    assert response.status == 503 and bot_replies(fake, "C1", ts) == []
+    # The same event, delivered again to a server whose database is up: answered.
+    assert deliver(base, event).status == 200
+    assert "40 turns per second" in text_of(answer_in(fake, "C1", ts))
+
+
 def test_slack_checks_the_request_url_with_a_signed_challenge(base: str):
     challenge = {"token": "legacy-verification-token", "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
                  "type": "url_verification"}

@@ -16,7 +16,7 @@ import json
 import logging
 from collections.abc import Callable
 
-from slack_bolt import App
+from slack_bolt import App, BoltResponse
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackClientError
 from slack_sdk.http_retry.builtin_handlers import (
@@ -74,8 +74,8 @@ class SlackBot:
             token_verification_enabled=False,  # auth.test on the first request, not at start
             logger=logging.getLogger("pgcite.slack.bolt"),
         )
-        self.app.event("app_mention")(self._on_mention)
-        self.app.event("message")(self._on_message)
+        self.app.event("app_mention", middleware=[self._record])(self._on_mention)
+        self.app.event("message", middleware=[self._record])(self._on_message)
         for action in render.RATINGS:
             self.app.action(action)(self._on_click)
         self.app.view(render.FEEDBACK_VIEW)(self._on_comment)
@@ -86,31 +86,58 @@ class SlackBot:
 
     # --- questions ---------------------------------------------------------------------------
 
+    @staticmethod
+    def _asked(event: dict) -> bool:
+        """A mention, or a direct message (in a channel only mentions are answered; edits and bots'
+        posts never)."""
+        if event.get("type") == "app_mention":
+            return True
+        return event.get("channel_type") == "im" and not event.get("subtype") and not event.get("bot_id")
+
+    def _record(self, body: dict, context, next) -> BoltResponse | None:  # Bolt passes `next` by name
+        """Before Slack has its 200: the message recorded as taken (context["pgcite_held"]; None for a
+        second delivery). A database that cannot record it answers 503, so that Slack delivers it again
+        rather than the question going unanswered."""
+        event = body.get("event") or {}
+        if self._asked(event):
+            try:
+                with self.core.writer() as store:
+                    context["pgcite_held"] = chat_sql.take(store, self._pending(event, body), self.LEASE)
+            except Exception as exc:  # noqa: BLE001 -- whatever failed, Slack must try again
+                log.error("slack: an event not recorded, Slack delivers it again: %s", first_line(exc))
+                return BoltResponse(status=503, body="")
+        next()
+        return None
+
     def _on_mention(self, event: dict, body: dict, context) -> None:
-        self._take(event, body, context.bot_user_id, direct=False)
+        self._take(event, body, context, direct=False)
 
     def _on_message(self, event: dict, body: dict, context) -> None:
-        """A direct message (in a channel only mentions are answered; edits and bots' posts never)."""
-        if event.get("channel_type") == "im" and not event.get("subtype") and not event.get("bot_id"):
-            self._take(event, body, context.bot_user_id, direct=True)
+        if self._asked(event):
+            self._take(event, body, context, direct=True)
 
-    def _take(self, event: dict, body: dict, bot: str, *, direct: bool) -> None:
+    @staticmethod
+    def _pending(event: dict, body: dict) -> Pending:
         team, channel, ts = body.get("team_id") or event.get("team", ""), event["channel"], event["ts"]
         question = render.question_of(event.get("text", ""))
-        problem = _problem(question)
-        pending = Pending(
+        return Pending(
             event_id=f"{team}/{channel}/{ts}",  # the message: a redelivery and a second subscription alike
             team=team,
             channel=channel,
             user=event.get("user", ""),
             thread=event.get("thread_ts") or ts,
             reply="",
-            question="" if problem else question,
+            question="" if _problem(question) else question,
         )
-        with self.core.writer() as store:
-            held = chat_sql.take(store, pending, self.LEASE)
+
+    def _take(self, event: dict, body: dict, context, *, direct: bool) -> None:
+        team, channel, ts = body.get("team_id") or event.get("team", ""), event["channel"], event["ts"]
+        question = render.question_of(event.get("text", ""))
+        problem = _problem(question)
+        bot = context.bot_user_id
+        held = context.get("pgcite_held")
         if held is None:
-            log.info("slack: %s delivered again; answered once", pending.event_id)
+            log.info("slack: %s/%s/%s delivered again; answered once", team, channel, ts)
             return
         pending = held
         scope = self.channels.scope(team, channel, direct=direct)
