@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -228,13 +229,15 @@ def test_progress_without_a_terminal_is_a_line_every_few_seconds(monkeypatch: py
     now = [100.0]
     monkeypatch.setattr(cli._Progress, "_now", staticmethod(lambda: now[0]))
     report = IngestReport(source="docs", scanned=3, chunks_embedded=40)
+    monkeypatch.setattr(cli._Progress, "STARTING_AFTER", 0.05)
     with cli._Progress("docs") as progress:
+        time.sleep(0.5)  # the model loading: nothing read yet
         for step in range(12):  # a file a second for twelve seconds, read before any is written
             now[0] += 1.0
             report.scanned += 1
             progress(f"page{step}.md", report)
     lines = log.getvalue().splitlines()
-    assert lines == ["ingesting docs: reading the files and loading the embedding model",  # at once
+    assert lines == ["ingesting docs: reading the files and loading the embedding model",  # after a moment
                      "ingesting docs: 8 files read, 40 chunks embedded, 0 reused (5 s)",
                      "ingesting docs: 13 files read, 40 chunks embedded, 0 reused (10 s)"]
 

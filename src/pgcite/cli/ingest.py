@@ -46,13 +46,20 @@ class _Progress:
     long ingest is never silent."""
 
     EVERY = 5.0  # seconds between lines when stderr is not a terminal
-    STARTING = "reading the files and loading the embedding model"  # said at once: the model takes seconds
+    # Said when nothing else is after a moment (the model takes seconds to load); an error sooner
+    # stays the one line it is.
+    STARTING = "reading the files and loading the embedding model"
+    STARTING_AFTER = 2.0
     _now = staticmethod(time.monotonic)
 
     def __init__(self, name: str) -> None:
         self._name = name
         self._last = self._started = self._now()
         self._bar: Progress | None = None
+        self._starting = threading.Timer(
+            self.STARTING_AFTER, lambda: err.print(f"ingesting {escape(name)}: {self.STARTING}", soft_wrap=True)
+        )
+        self._starting.daemon = True
         if err.is_terminal:
             self._bar = Progress(
                 SpinnerColumn(),
@@ -70,16 +77,18 @@ class _Progress:
         if self._bar:
             self._bar.__enter__()
         else:
-            err.print(f"ingesting {escape(self._name)}: {self.STARTING}", soft_wrap=True)
+            self._starting.start()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
     ) -> None:
+        self._starting.cancel()
         if self._bar:
             self._bar.__exit__(kind, exc, traceback)
 
     def __call__(self, path: str, report) -> None:
+        self._starting.cancel()
         counts = f"{report.scanned} files read, {report.chunks_embedded} chunks embedded, {report.chunks_reused} reused"
         if self._bar:
             self._bar.update(self._task, counts=counts, path=escape(path))
