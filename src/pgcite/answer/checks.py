@@ -25,6 +25,7 @@ import numpy as np
 from pgcite.answer.claims import (
     CITATION,
     SENTENCE_END,
+    cited_numbers,
     code_blocks,
     content_words,
     exact_terms,
@@ -178,7 +179,7 @@ def check_answer(
     verbatim = [b for b in code_blocks(text) if any(folded(b) in folded(p.hit.content) for p in passages)]
     checks.nothing_checked = not claims and not verbatim
     for sentence in claims:
-        numbers = {int(n) for m in CITATION.finditer(sentence) for n in re.split(r"\s*,\s*", m.group(1))}
+        numbers = set(cited_numbers(sentence))
         cited = tuple(sorted(numbers & set(by_number)))
         plain = CITATION.sub("", sentence).strip()
         words = content_words(plain)

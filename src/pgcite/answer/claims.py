@@ -10,6 +10,13 @@ from markdown_it import MarkdownIt
 
 # Sources are numbered from 1, so "[0]" (an index in code) is never a citation.
 CITATION = re.compile(r"\[([1-9]\d*(?:\s*,\s*[1-9]\d*)*)\]")
+
+
+def cited_numbers(text: str) -> list[int]:
+    """The source numbers the text cites, in the order it cites them ("[2, 3]" is 2 then 3)."""
+    return [int(n) for m in CITATION.finditer(text) for n in re.split(r"\s*,\s*", m.group(1))]
+
+
 _STOPWORDS = frozenset(
     (
         "a an and are as at be been but by can do does for from has have how i if in into is it its of on or so such "

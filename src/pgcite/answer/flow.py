@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pgcite.answer.checks import CITATION, Checks, CitationFilter, check_answer, is_refusal, with_added_citations
+from pgcite.answer.checks import Checks, CitationFilter, check_answer, is_refusal, with_added_citations
+from pgcite.answer.claims import cited_numbers
 from pgcite.answer.generation import Generator
 from pgcite.answer.verify import verify_claims
 from pgcite.config import DEFAULT_SEARCH_MODE
@@ -40,12 +40,11 @@ class Answer:
             return []
         by_number = {p.number: p.hit for p in self.sources}
         sections: dict[tuple[str, ...], tuple[list[int], SearchHit]] = {}
-        for m in CITATION.finditer(self.text):
-            for n in (int(x) for x in re.split(r"\s*,\s*", m.group(1))):
-                if (hit := by_number.get(n)) is not None:
-                    numbers, _ = sections.setdefault((hit.source, hit.path, hit.heading, hit.url), ([], hit))
-                    if n not in numbers:
-                        numbers.append(n)
+        for n in cited_numbers(self.text):
+            if (hit := by_number.get(n)) is not None:
+                numbers, _ = sections.setdefault((hit.source, hit.path, hit.heading, hit.url), ([], hit))
+                if n not in numbers:
+                    numbers.append(n)
         return [(tuple(numbers), hit) for numbers, hit in sections.values()]
 
 
@@ -150,7 +149,7 @@ def ask_stream(
         # A chat model reads each claim the words let through again, against the sections it cites.
         if getattr(generator, "verify", False):
             verify_claims(text, selected.passages, checks, generator.complete)  # type: ignore[attr-defined]
-    used = sorted({int(n) for m in CITATION.finditer(text) for n in re.split(r"\s*,\s*", m.group(1))})
+    used = sorted(set(cited_numbers(text)))
     yield Answer(
         question,
         text,

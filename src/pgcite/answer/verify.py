@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from openai.types.chat import ChatCompletionMessageParam
 
 from pgcite.answer.checks import Checks, Unsupported
-from pgcite.answer.claims import CITATION, is_claim, split_claims, without_lead_in
+from pgcite.answer.claims import CITATION, cited_numbers, is_claim, split_claims, without_lead_in
 from pgcite.answer.generation import fenced_sources
 from pgcite.errors import PgciteError, first_line
 from pgcite.vocabulary import Passage
@@ -56,7 +56,7 @@ def verify_claims(
     doubted = {u.sentence for u in checks.unsupported}
     asked: list[tuple[str, tuple[int, ...]]] = []
     for unit in map(without_lead_in, split_claims(text)):
-        numbers = {int(n) for m in CITATION.finditer(unit) for n in re.split(r"\s*,\s*", m.group(1))}
+        numbers = set(cited_numbers(unit))
         cited = tuple(sorted(numbers & set(by_number)))
         plain = CITATION.sub("", unit).strip()
         if is_claim(unit) and cited and plain not in doubted:

@@ -131,21 +131,18 @@ class SlackBot:
         )
 
     def _take(self, event: dict, body: dict, context, *, direct: bool) -> None:
-        team, channel, ts = body.get("team_id") or event.get("team", ""), event["channel"], event["ts"]
+        pending = context.get("pgcite_held")  # recorded by _record, before the 200
+        if pending is None:
+            log.info("slack: %s delivered again; answered once", self._pending(event, body).event_id)
+            return
         question = render.question_of(event.get("text", ""))
         problem = _problem(question)
-        bot = context.bot_user_id
-        held = context.get("pgcite_held")
-        if held is None:
-            log.info("slack: %s/%s/%s delivered again; answered once", team, channel, ts)
-            return
-        pending = held
-        scope = self.channels.scope(team, channel, direct=direct)
+        scope = self.channels.scope(pending.team, pending.channel, direct=direct)
         if scope is None or problem:
             self._decline(pending, scope, problem)
             return
-        if pending.thread != ts and self.follow_up(question):
-            question = self._with_previous(pending, ts, question, bot, direct)
+        if pending.thread != event["ts"] and self.follow_up(question):
+            question = self._with_previous(pending, event["ts"], question, context.bot_user_id, direct)
         self._start(dataclasses.replace(pending, question=question), scope)
 
     def _decline(self, pending: Pending, scope: Scope | None, problem: str) -> None:
