@@ -425,3 +425,19 @@ def test_the_readers_best_window_of_the_first_section_is_quoted(generator):
     text = answer(generator, question, read)
     assert (units(text)[0][0].strip(), units(text)[0][1]) == (read[0].hit.reader_quote, 1), text  # quoted first
     assert_quoted(text, read)
+
+
+def test_the_answering_sentence_opens_the_answer(generator):
+    """Two chosen sentences of one section: the one that answers is written first, though the page
+    says the other first (Click's "make an option required" opened with `prompt_required=False`)."""
+    options = hit(1, "Required options", (
+        "An option with a prompt need not be required: with `prompt_required=False` the option "
+        "prompts only when its flag is given without a value. "
+        "To make an option required, pass `required=True` to the option decorator; a missing option "
+        "is then an error."))
+    question = "How do I make an option required?"
+    ranked = generator.rank(question, [Passage(1, options)])
+    assert "required=True" in ranked[0].text  # the words say which answers
+    text = generator.answer(question, [Passage(1, options)])
+    assert text.startswith("To make an option required, pass `required=True`"), text
+    assert "prompt_required=False" in text  # the rest of the section still follows

@@ -11,9 +11,10 @@ of its words are the question's own (a unit that only restates or quotes the que
 chosen). A prior for the passage's rank (0.16 for [1], falling to 0 at [6]) orders the units but
 does not make one relevant. The answer is exactly `Not in the documents.` when no unit's
 relevance reaches `min_score`, or the passages hold too little of the question's word weight
-(`min_coverage`). Otherwise up to `max_units` units within MARGIN of the best are written, the
-best unit's passage first, document order within a passage; a chosen sentence brings along the
-lead-in and block after it, and a paragraph's last sentence the code block right after it.
+(`min_coverage`). Otherwise up to `max_units` units within MARGIN of the best are written: the
+best unit first, then the rest of its passage and the other passages, each in document order; a
+chosen sentence brings along the lead-in and block after it, and a paragraph's last sentence the
+code block right after it.
 
 How the numbers were chosen, and what they measure on every question set: docs/answering.md.
 """
@@ -245,20 +246,22 @@ class ExtractiveGenerator:
             chosen.insert(0, action)
         # The reader read the first section with the question, unit by unit: its best unit there is
         # quoted first, then the rest as below.
-        lead = _reader_lead(candidates) if READER_LEADS else None
-        if lead is not None:
-            atoms = {id(a) for a in lead.atoms}
-            chosen = [c for c in chosen if c is not lead and not atoms & {id(a) for a in c.atoms}]
-            chosen = [lead, *chosen[: self.max_units - 1]]
+        read = _reader_lead(candidates) if READER_LEADS else None
+        if read is not None:
+            atoms = {id(a) for a in read.atoms}
+            chosen = [c for c in chosen if c is not read and not atoms & {id(a) for a in c.atoms}]
+            chosen = [read, *chosen[: self.max_units - 1]]
+        # The answer opens with the unit that answers (chosen[0]), then the rest of its passage in
+        # the document's order: an earlier sentence of that passage is context, not the answer.
         first_choice: dict[int, int] = {}
         for n, c in enumerate(chosen):
             first_choice.setdefault(c.order[0], n)
         pairs = [
-            (c.passage, a, -1 if c is lead else first_choice[c.order[0]])
+            (c.passage, a, (first_choice[c.order[0]], c is not chosen[0]))
             for c in chosen
             for a in [*c.atoms, *taken.get(id(c), [])]
         ]
-        pairs.sort(key=lambda t: (t[2], t[1].position))
+        pairs.sort(key=lambda t: (*t[2], t[1].position))
         return [(p, a) for p, a, _ in pairs]
 
     def stream(self, question: str, passages: Sequence[Passage], usage: Usage) -> Iterator[str]:
