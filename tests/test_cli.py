@@ -299,3 +299,14 @@ def test_a_terminal_sees_the_answer_as_written_then_as_checked(env: dict[str, st
     assert cited and "As checked" not in piped.stdout
     draft, _, checked = shown.partition("As checked, with the citations pgcite added:")
     assert said in draft and cited[0] in checked and "Sources" in checked
+
+
+def test_help_shows_no_type_tag_on_a_flag():
+    """A flag takes no value, so its help row says none (Typer 0.29 tags every flag `<bool>`); an
+    option that takes a value keeps its type."""
+    shown = subprocess.run([sys.executable, "-m", "pgcite", "ask", "--help"], capture_output=True, text=True,
+                           env={**os.environ, "COLUMNS": "120"}, check=True).stdout
+    rows = {line.split()[1]: line for line in shown.splitlines() if line.startswith("│ --")}
+    assert "<bool>" not in shown, shown
+    assert "<str>" in rows["--source"] and "<int>" in rows["--context"]
+    assert {"--json", "--help", "--include-flagged"} <= rows.keys()

@@ -51,10 +51,24 @@ app.add_typer(export_app, name="export")
 app.add_typer(discord_app, name="discord")
 
 
+def command() -> typer.core.TyperGroup:
+    """The command tree `pgcite` runs. A flag's help row shows no type tag: Typer 0.29 writes `<bool>`
+    on every flag, though a flag takes no value (an option that takes one keeps `<str>`, `<int>`)."""
+    root = typer.main.get_command(app)
+    pending = [root]
+    while pending:
+        cmd = pending.pop()
+        pending.extend(getattr(cmd, "commands", {}).values())
+        for param in [*cmd.params, cmd.get_help_option(cmd.context_class(cmd))]:
+            if getattr(param, "is_flag", False):  # Typer's own click: not click.Option
+                param.metavar = ""
+    return root
+
+
 def main() -> None:
     # Standalone mode: click prints usage errors itself and sets the exit code.
     try:
-        app()
+        command()()
     except PgciteError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         sys.exit(getattr(exc, "exit_code", 1))
