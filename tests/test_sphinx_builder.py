@@ -133,6 +133,7 @@ def test_a_new_builder_re_routes_the_stored_pages_with_nothing_embedded(
         second = app.ingest(str(docs), source="loom", base_url=BASE, sphinx_builder="dirhtml")
         after, pages = stored(settings)
         hits = app.search("how tight should the warp be?", k=3)
+        recorded = app.source("loom").last_sync
         again = app.sync("loom")  # with the options it was last ingested with
         options = app.source("loom").options
     assert first.new == 3 and first.chunks_embedded == len(before) > 3
@@ -140,6 +141,7 @@ def test_a_new_builder_re_routes_the_stored_pages_with_nothing_embedded(
     assert (second.new, second.changed, second.unchanged, second.rerouted) == (0, 0, 0, 3)
     assert (second.chunks_embedded, second.chunks_reused) == (0, 0)
     assert ", 0 unchanged, 3 re-routed, 0 removed," in second.summary()
+    assert (recorded["rerouted"], recorded["changed"]) == (3, 0)  # `pgcite sources` says so
     # The same chunks, vectors and all; only their links moved, each to its page's folder.
     assert [(i, h) for i, _, h in after] == [(i, h) for i, _, h in before]
     assert all(re.fullmatch(rf"{re.escape(BASE)}(guide/(install/)?)?(#[\w-]+)?", url) for _, url, _ in after), after

@@ -60,7 +60,8 @@ def _last_sync(r) -> str:
     when = f"last synced {r.synced_at} UTC ({escape(last['trigger'])}, {last['seconds']:.1f} s)"
     if last.get("error"):
         return f"{when}: [red]failed[/]: {escape(last['error'])}{every}"
-    changed = [f"{last[kind]} {kind}" for kind in ("new", "changed", "removed") if last[kind]]
+    counts = {"new": "new", "changed": "changed", "rerouted": "re-routed", "removed": "removed"}
+    changed = [f"{last[kind]} {said}" for kind, said in counts.items() if last.get(kind)]  # older records lack "rerouted"
     paths = [p for kind in ("new", "changed", "removed") for p in last["paths"][kind]]
     shown = f" ({escape(', '.join(paths[:5]))}{', ...' if len(paths) > 5 else ''})" if paths else ""
     return f"{when}: {', '.join(changed) or 'nothing changed'}{shown}{every}"

@@ -26,6 +26,8 @@ class PassReport(Protocol):
     @property
     def unchanged(self) -> int: ...
     @property
+    def rerouted(self) -> int: ...
+    @property
     def skipped(self) -> Sized: ...
     @property
     def paths(self) -> Mapping[str, Sequence[str]]: ...
@@ -42,6 +44,7 @@ def record(
             "changed": report.changed,
             "removed": report.removed,
             "unchanged": report.unchanged,
+            "rerouted": report.rerouted,
             "skipped": len(report.skipped),
             "paths": {kind: paths[:PATHS_KEPT] for kind, paths in report.paths.items()},
         }
