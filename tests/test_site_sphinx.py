@@ -169,6 +169,19 @@ def test_myst_pages_read_their_directives_and_roles() -> None:
     assert "(cooling)=" not in body and "toctree" not in body
 
 
+def test_angle_brackets_in_rst_text_are_read_as_the_page_shows_them(tmp_path: Path) -> None:
+    """Flask's WTForms page says "access `form.<NAME>.data`": reST shows the brackets, where Markdown
+    would take `<NAME>` for a tag and drop it."""
+    (tmp_path / "conf.py").write_text('project = "x"\n')
+    (tmp_path / "forms.rst").write_text(
+        "Forms\n=====\n\nTo read a value, access `form.<NAME>.data`. Write <b>x</b> &amp; y.\n"
+    )
+    _, pages = read_site(tmp_path)
+    body = text(pages["forms.rst"])
+    assert "access *form.\\<NAME>.data*." in body, body  # Markdown for the literal brackets
+    assert "Write \\<b>x\\</b> \\&amp; y." in body  # a tag and an entity in reST are text too
+
+
 def test_an_include_outside_the_project_is_left_out_and_said(tmp_path: Path) -> None:
     (tmp_path / "secret.txt").write_text("password=hunter2\n")
     project = tmp_path / "docs"

@@ -88,7 +88,7 @@ class DoctreeWriter:
             caption = node.next_node(nodes.caption)
             return [self.inline(caption)] if caption is not None else []
         if isinstance(node, nodes.Text):
-            return [node.astext().strip()]
+            return [_text(node.astext().strip())]
         if isinstance(node, nodes.Element):
             return self.blocks(node, level)  # containers, compound, and what else holds blocks
         return []
@@ -126,7 +126,7 @@ class DoctreeWriter:
         parts: list[str] = []
         for child in node.children if isinstance(node, nodes.Element) else [node]:
             if isinstance(child, nodes.Text):
-                parts.append(child.astext().replace("\n", " "))
+                parts.append(_text(child.astext().replace("\n", " ")))
             elif isinstance(child, (nodes.footnote_reference, nodes.system_message)):
                 continue
             elif isinstance(child, nodes.literal):
@@ -162,6 +162,15 @@ def _item(marker: str, first: str, rest: list[str]) -> str:
 
 def _quote(blocks: list[str]) -> str:
     return "\n>\n".join("\n".join("> " + line if line else ">" for line in b.split("\n")) for b in blocks)
+
+
+_ENTITY_START = re.compile(r"&(?=#?\w+;)")
+
+
+def _text(text: str) -> str:
+    """reST text as Markdown text: a `<`, and a `&` that would start an entity, escaped, so that
+    `form.<NAME>.data` is read as the page shows it, not as an HTML tag the cleaning strips."""
+    return _ENTITY_START.sub(r"\\&", text.replace("<", "\\<"))
 
 
 def _code_span(text: str) -> str:
