@@ -5,6 +5,7 @@ real database and the bundled model (the offline generator answers)."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -28,7 +29,7 @@ from pgcite.store import chat_sql
 from pgcite.vocabulary import REFUSAL, Passage, SearchHit, Usage
 from tests.fake_discord import APPLICATION, BOT_TOKEN, FakeDiscord, Signer
 from tests.http_server import Reply, call, running, warm_app
-from tests.test_slack import DOCS, GADGETS
+from tests.test_slack import DOCS, GADGETS, not_recorded, refusing_connections
 
 pytestmark = pytest.mark.slow
 
@@ -48,12 +49,16 @@ def fake():
         yield server
 
 
+def discord_of(fake: FakeDiscord, signer: Signer) -> dict:
+    """The settings of a server that answers Discord through `fake`, `signer` being Discord."""
+    return dict(discord_public_key=signer.public_hex, discord_application_id=APPLICATION, discord_api_url=fake.url,
+                discord_channels=CHANNELS)
+
+
 @pytest.fixture(scope="module")
 def core(admin_dsn: str, embedder, tmp_path_factory, fake: FakeDiscord, signer: Signer):
     sources = {"w": (DOCS, "https://widgets.dev/"), "g": (GADGETS, "https://gadgets.dev/")}
-    with warm_app(admin_dsn, embedder, tmp_path_factory.mktemp("discord"), sources,
-                  discord_public_key=signer.public_hex, discord_application_id=APPLICATION,
-                  discord_api_url=fake.url, discord_channels=CHANNELS) as app:
+    with warm_app(admin_dsn, embedder, tmp_path_factory.mktemp("discord"), sources, **discord_of(fake, signer)) as app:
         yield app
 
 
@@ -211,6 +216,21 @@ def test_an_interaction_delivered_twice_is_answered_once(base: str, signer: Sign
     time.sleep(1.5)
     assert len(logged(core, "How do I install widgets?")) == 1
     assert not fake.calls_of("follow_up", sent["token"])
+
+
+def test_a_question_the_database_cannot_record_is_not_deferred(signer: Signer, fake: FakeDiscord, core: Pgcite,
+                                                                settings, admin_dsn: str):
+    """A deferred response promises an answer ("pgcite is thinking…"), so it is sent only once the
+    question is recorded (what a stopped server leaves, a sweep finishes). When the database cannot take
+    it: a 503 saying so in one line, and what to do. Discord sends an interaction once and shows its
+    asker that it failed; nothing is edited later."""
+    sent = ask("What is the default spin rate? (database down)")
+    with (Pgcite(dataclasses.replace(settings, **discord_of(fake, signer)), embedder=core.embedder) as app,
+          running(app) as down, refusing_connections(settings.database_url, admin_dsn)):
+        reply = send(down, signer, sent)
+    assert not_recorded(reply, "the question", "ask again")
+    time.sleep(0.5)
+    assert fake.original(sent["token"]) is None and not fake.calls_of("edit", sent["token"])
 
 
 def test_a_channel_reads_only_the_sources_it_is_mapped_to(base: str, signer: Signer, fake: FakeDiscord,

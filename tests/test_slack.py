@@ -4,30 +4,39 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 import urllib.parse
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg import sql
 from slack_sdk import WebClient
 
 from pgcite.answer.checks import Checks
 from pgcite.answer.flow import Answer
+from pgcite.config import Settings
 from pgcite.core import Pgcite
 from pgcite.errors import PgciteError
 from pgcite.messaging import bots, render
 from pgcite.messaging.slack import SlackBot
 from pgcite.messaging.channels import ChannelMap, Scope
 from pgcite.messaging import streaming
-from pgcite.store import chat_sql
+from pgcite.store import chat_sql, server
 from pgcite.vocabulary import REFUSAL, Passage, SearchHit, Usage
 from tests.fake_slack import BOT_USER, TEAM, TOKEN, FakeSlack, sign
-from tests.http_server import Reply, call, running, warm_app
+from tests.http_server import Reply, call, running, warm_app, write_folder
 
 pytestmark = pytest.mark.slow
 
@@ -49,11 +58,15 @@ def fake():
         yield server
 
 
+def slack_of(fake: FakeSlack) -> dict:
+    """The settings of a server that answers Slack through `fake`."""
+    return dict(slack_bot_token=TOKEN, slack_signing_secret=SECRET, slack_api_url=fake.url, slack_channels=CHANNELS)
+
+
 @pytest.fixture(scope="module")
 def core(admin_dsn: str, embedder, tmp_path_factory, fake: FakeSlack):
     sources = {"w": (DOCS, "https://widgets.dev/"), "g": (GADGETS, "https://gadgets.dev/")}
-    with warm_app(admin_dsn, embedder, tmp_path_factory.mktemp("slack"), sources, slack_bot_token=TOKEN,
-                  slack_signing_secret=SECRET, slack_api_url=fake.url, slack_channels=CHANNELS) as app:
+    with warm_app(admin_dsn, embedder, tmp_path_factory.mktemp("slack"), sources, **slack_of(fake)) as app:
         yield app
 
 
@@ -106,12 +119,12 @@ def text_of(message: dict) -> str:
     return "\n".join(b["text"]["text"] for b in message.get("blocks", []) if b["type"] == "section")
 
 
-def answer_in(fake: FakeSlack, channel: str, thread_ts: str) -> dict:
+def answer_in(fake: FakeSlack, channel: str, thread_ts: str, timeout: float = 30.0) -> dict:
     """The bot's finished answer in a thread (it carries the feedback buttons)."""
     def done():
         return next((m for m in fake.messages[channel] if m.get("thread_ts") == thread_ts and m.get("bot_id")
                      and any(b["type"] == "actions" for b in m.get("blocks", []))), None)
-    return fake.wait_for(done)
+    return fake.wait_for(done, timeout)
 
 
 def bot_replies(fake: FakeSlack, channel: str, thread_ts: str) -> list[dict]:
@@ -125,6 +138,33 @@ def logged(core: Pgcite, question: str):
 def answer_id(message: dict) -> str:
     actions = next(b for b in message["blocks"] if b["type"] == "actions")
     return actions["elements"][0]["value"]
+
+
+def click(answer: dict, ident: str) -> dict:
+    """*Not helpful* clicked on the answer `answer` (logged as `ident`) in C1, as Slack sends it."""
+    return {
+        "type": "block_actions", "user": {"id": "U2", "username": "ana", "team_id": TEAM}, "api_app_id": "A1",
+        "token": "legacy-verification-token", "trigger_id": "13345224609.738474920.8088930838d88f008e0",
+        "container": {"type": "message", "message_ts": answer["ts"], "channel_id": "C1", "is_ephemeral": False},
+        "team": {"id": TEAM, "domain": "t1"}, "enterprise": None, "is_enterprise_install": False,
+        "channel": {"id": "C1", "name": "docs"}, "message": answer, "state": {"values": {}},
+        "response_url": "https://hooks.slack.com/actions/T1/1/x",
+        "actions": [{"action_id": "pgcite_not_helpful", "block_id": "pgcite_feedback", "value": ident,
+                     "type": "button", "text": {"type": "plain_text", "text": "Not helpful"},
+                     "action_ts": str(time.time())}],
+    }
+
+
+@contextlib.contextmanager
+def refusing_connections(database_url: str, admin_dsn: str) -> Iterator[None]:
+    """New connections to the database refused, as while it is down or restarting, until the block ends."""
+    database = sql.Identifier(psycopg.conninfo.conninfo_to_dict(database_url)["dbname"])
+    with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS false").format(database))
+        try:
+            yield
+        finally:
+            admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS true").format(database))
 
 
 # --- a mention, a follow-up, a click ---------------------------------------------------------
@@ -170,21 +210,10 @@ def test_a_button_click_and_its_comment_reach_the_answer_log(base: str, fake: Fa
     event, ts = mention(fake, "C1", "Which command installs widgets?")
     deliver(base, event)
     answer = answer_in(fake, "C1", ts)
-    ident = answer_id(answer)
-    click = {
-        "type": "block_actions", "user": {"id": "U2", "username": "ana", "team_id": TEAM}, "api_app_id": "A1",
-        "token": "legacy-verification-token", "trigger_id": "13345224609.738474920.8088930838d88f008e0",
-        "container": {"type": "message", "message_ts": answer["ts"], "channel_id": "C1", "is_ephemeral": False},
-        "team": {"id": TEAM, "domain": "t1"}, "enterprise": None, "is_enterprise_install": False,
-        "channel": {"id": "C1", "name": "docs"}, "message": answer, "state": {"values": {}},
-        "response_url": "https://hooks.slack.com/actions/T1/1/x",
-        "actions": [{"action_id": "pgcite_not_helpful", "block_id": "pgcite_feedback", "value": ident,
-                     "type": "button", "text": {"type": "plain_text", "text": "Not helpful"},
-                     "action_ts": str(time.time())}],
-    }
-    assert interact(base, click).status == 200
+    clicked = click(answer, answer_id(answer))
+    assert interact(base, clicked).status == 200
     opened = fake.wait_for(lambda: fake.calls_of("views.open"))[-1]
-    assert opened["trigger_id"] == click["trigger_id"]
+    assert opened["trigger_id"] == clicked["trigger_id"]
     [entry] = logged(core, "Which command installs widgets?")
     assert (entry.rating, entry.comment) == ("down", None)
     view = opened["view"]
@@ -380,30 +409,94 @@ def test_a_placeholder_posted_after_the_lease_ran_out_is_deleted(fake: FakeSlack
     assert logged(core, question) == []  # this server did not answer: the other one does
 
 
+def not_recorded(reply: Reply, what: str, then: str) -> bool:
+    """A 503 whose JSON error says, in one line, that `what` was not recorded and what happens next."""
+    message = reply.body.get("error", {}).get("message", "")
+    return (reply.status == 503 and "\n" not in message and message.endswith(then)
+            and message.startswith(f"{what} was not recorded: the database did not take it"))
+
+
 def test_an_event_the_database_cannot_record_is_not_acknowledged(base: str, fake: FakeSlack, core: Pgcite,
                                                                   settings, admin_dsn: str):
     """Acknowledged and then lost, a question is never answered (no sweep finds what was never
     recorded): Slack gets a 503 instead, and delivers the event again."""
-    import psycopg
-    from psycopg import sql
-    from slack_bolt.request import BoltRequest
-
-    slack = dict(slack_bot_token=TOKEN, slack_signing_secret=SECRET, slack_api_url=fake.url, slack_channels=CHANNELS)
-    with Pgcite(dataclasses.replace(settings, **slack), embedder=core.embedder) as app:
-        bot = SlackBot(app, follow_up=lambda question: False)
-        database = psycopg.conninfo.conninfo_to_dict(settings.database_url)["dbname"]
-        with psycopg.connect(admin_dsn, autocommit=True) as admin:  # the database refuses new connections
-            admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS false").format(sql.Identifier(database)))
-        try:
-            event, ts = mention(fake, "C1", "What is the default spin rate? (database down)")
-            body = json.dumps(event)
-            response = bot.app.dispatch(BoltRequest(body=body, headers=sign(SECRET, body.encode())))
-        finally:
-            bot.close()
-    assert response.status == 503 and bot_replies(fake, "C1", ts) == []
+    with Pgcite(dataclasses.replace(settings, **slack_of(fake)), embedder=core.embedder) as app, running(app) as down:
+        event, ts = mention(fake, "C1", "What is the default spin rate? (database down)")
+        with refusing_connections(settings.database_url, admin_dsn):
+            reply = deliver(down, event)
+    assert not_recorded(reply, "the question", "Slack delivers it again") and bot_replies(fake, "C1", ts) == []
     # The same event, delivered again to a server whose database is up: answered.
     assert deliver(base, event).status == 200
     assert "40 turns per second" in text_of(answer_in(fake, "C1", ts))
+
+
+def test_a_click_the_database_cannot_record_is_not_acknowledged(fake: FakeSlack, core: Pgcite, settings,
+                                                                admin_dsn: str):
+    """A rating was acknowledged before it was written: when the database could not take it, Slack
+    had its 200 and the rating was lost without a word. Now Slack gets a 503 (it shows the person
+    that the click failed) and no box for a comment opens on a rating that is not there."""
+    opened = len(fake.calls_of("views.open"))
+    with (Pgcite(dataclasses.replace(settings, **slack_of(fake)), embedder=core.embedder) as app,
+          running(app) as down, refusing_connections(settings.database_url, admin_dsn)):
+        reply = interact(down, click({"ts": fake.next_ts(), "blocks": []}, str(uuid.uuid4())))
+    assert not_recorded(reply, "the rating", "click again")
+    assert len(fake.calls_of("views.open")) == opened
+
+
+def test_ten_events_at_once_while_other_pgcite_processes_start_and_stop_are_each_answered_once(
+        fake: FakeSlack, embedder, server_tmp: Path):
+    """Issue 63's battery. Every connection of a server went through the embedded PostgreSQL wheel's
+    lock, which is between processes and not safe between threads: while another pgcite process
+    started or stopped an embedded PostgreSQL on the machine (a sync from cron, a second server),
+    events' threads failed after Slack had its 200, and 6 to 14 questions of 16 were never answered.
+    Here a real server on an embedded PostgreSQL of its own gets 10 signed events at once while
+    `pgcite status` and `pgcite stop` start and stop another home's, the burst sent while one is
+    starting: each event gets its 200, and each question exactly one reply, the finished answer (no
+    "Looking in the docs…" left)."""
+    home, others = server_tmp / "home", [server_tmp / f"other{n}" for n in range(100)]
+    stop, exits = threading.Event(), []
+
+    def pgcite(command: str, home: Path) -> None:
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("PGCITE_")}, "PGCITE_HOME": str(home)}
+        done = subprocess.run([str(Path(sys.executable).with_name("pgcite")), command], env=env,
+                              capture_output=True, timeout=120)
+        exits.append(done.returncode)
+
+    def churn() -> None:  # a fresh home each time: its start holds the wheel's lock longest (initdb)
+        for other in others:
+            if stop.is_set():
+                return
+            pgcite("status", other)
+            pgcite("stop", other)
+
+    def starting() -> bool:
+        return any((other / "postgres").exists() and not server.running_pid(other) for other in others)
+
+    churner = threading.Thread(target=churn, daemon=True)
+    try:
+        with Pgcite(Settings(home=home, **slack_of(fake)), embedder=embedder) as app:
+            app.ingest(write_folder(server_tmp / "w", DOCS), source="w", base_url="https://widgets.dev/")
+            app.warm_up()
+            with running(app) as base:
+                asked = [mention(fake, "C1", f"What is the default spin rate? (battery {n})") for n in range(10)]
+                churner.start()
+                deadline = time.monotonic() + 60
+                while not starting() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                assert starting(), "no other home started within a minute"
+                with ThreadPoolExecutor(len(asked)) as pool:
+                    statuses = list(pool.map(lambda sent: deliver(base, sent[0]).status, asked))
+                assert statuses == [200] * 10  # each recorded, none refused with 503 for Slack to send again
+                answers = [answer_in(fake, "C1", ts, timeout=180) for _, ts in asked]
+                time.sleep(1.0)  # a second reply, were there one, would be posted by now
+    finally:
+        stop.set()
+        churner.join(240)
+        for other in (home, *others):
+            server.stop(other)
+    assert all("40 turns per second" in text_of(answer) for answer in answers)
+    assert [len(bot_replies(fake, "C1", ts)) for _, ts in asked] == [1] * 10
+    assert len(exits) >= 2 and set(exits) == {0}  # the other processes started and stopped, and worked
 
 
 def test_slack_checks_the_request_url_with_a_signed_challenge(base: str):

@@ -19,6 +19,11 @@ KINDS = {
 }
 
 
+def error_body(message: str, kind: str) -> dict:
+    """An error as every HTTP response of pgcite's carries it, in OpenAI's shape."""
+    return {"error": {"message": message, "type": kind, "code": kind}}
+
+
 def first_line(exc: BaseException) -> str:
     """An exception's message cut to its first line (its class name when it has none)."""
     return (str(exc).strip().splitlines() or [exc.__class__.__name__])[0]

@@ -1,7 +1,7 @@
-"""What every chat's bot does the same way: which questions it takes, asking one within a channel's
-sources while the reply grows, the lease that keeps an answer its server's (and stops a server that
-lost it), and the sweep that finishes the answers a stopped server left (their rows in
-store/chat_sql.py)."""
+"""What every chat's bot does the same way: which questions it takes, recording what a request leaves
+in the database before the platform has its response, asking one within a channel's sources while
+the reply grows, the lease that keeps an answer its server's (and stops a server that lost it), and
+the sweep that finishes the answers a stopped server left (their rows in store/chat_sql.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from pgcite.answer.flow import Answer
 from pgcite.core import Pgcite
-from pgcite.errors import PgciteError, first_line
+from pgcite.errors import PgciteError, StoreError, first_line
 from pgcite.learn.log import Origin
 from pgcite.messaging.channels import Scope
 from pgcite.safety import check_text
@@ -22,6 +23,39 @@ from pgcite.vocabulary import MAX_QUESTION_CHARS, Delta, SearchFilter
 LEASE = 60.0  # seconds an answer stays its server's without a renewal
 SWEEP = 30.0  # seconds between looks for answers a stopped server left
 STOPPED = "pgcite stopped before the answer was finished; ask again."
+T = TypeVar("T")
+
+
+class NotRecorded(StoreError):
+    """What a request leaves in the database could not be written before its response: the platform
+    gets a 503 (Slack delivers an event again; a click or an interaction shows that it failed)
+    rather than an acknowledgement of something lost."""
+
+
+def record(write: Callable[[], T], what: str, then: str) -> T:
+    """write(), before the request is acknowledged. A database that cannot take it (down, refusing
+    connections, an embedded start that failed) raises NotRecorded, one line saying what was lost
+    and `then` (what happens next); a refusal of the request itself (another kind) passes through."""
+    try:
+        return write()
+    except PgciteError as exc:
+        if exc.kind != "unavailable":
+            raise
+        reason = str(exc)
+    except Exception as exc:  # noqa: BLE001 -- psycopg's, or whatever a failed start raised: none was written
+        reason = first_line(exc)
+    raise NotRecorded(f"{what} was not recorded: the database did not take it ({reason}); {then}")
+
+
+def take(core: Pgcite, pending: chat_sql.Pending, then: str) -> chat_sql.Pending | None:
+    """The delivery recorded as this server's before the platform has its response: it, held; None
+    when it was taken before (a second delivery). NotRecorded when the database cannot take it."""
+
+    def write() -> chat_sql.Pending | None:
+        with core.writer() as store:
+            return chat_sql.take(store, pending, LEASE)
+
+    return record(write, "the question", then)
 
 
 def problem(question: str, empty: str) -> str:

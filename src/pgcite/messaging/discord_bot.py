@@ -6,10 +6,10 @@ backoff as Slack's replies). Each channel reads only the sources discord_channel
 modal that follows as its comment.
 
 Each interaction is answered once: the first server to record its id in the database (chat_events,
-platform `discord`) takes it and holds it by a lease while it answers; a server that stops mid-answer
-lets the lease run out, and a sweep (bots.py: at start, then every 30 seconds) finishes the answer in
-the same message while the interaction's token is valid (15 minutes). The log says channel `discord`
-and who asked as GUILD/CHANNEL/USER."""
+platform `discord`), before its deferred response is sent, takes it and holds it by a lease while it
+answers; a server that stops mid-answer lets the lease run out, and a sweep (bots.py: at start, then
+every 30 seconds) finishes the answer in the same message while the interaction's token is valid (15
+minutes). The log says channel `discord` and who asked as GUILD/CHANNEL/USER."""
 
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ from pgcite.messaging import bots
 from pgcite.messaging import discord_render as render
 from pgcite.messaging.channels import DISCORD, ChannelMap, Scope
 from pgcite.messaging.discord_api import MESSAGE_COMMAND, DiscordApi, Original
-from pgcite.store import chat_sql
 from pgcite.store.chat_sql import Pending
 
 log = logging.getLogger("pgcite.discord")
@@ -109,8 +108,9 @@ class DiscordBot:
             return _reply(problem), None
         pending = Pending(str(interaction.get("id")), guild, channel, user, "", str(interaction.get("token")),
                           question, platform="discord")  # fmt: skip
-        with self.core.writer() as store:
-            held = chat_sql.take(store, pending, bots.LEASE)
+        # Taken before the deferred response: a database that cannot take it raises NotRecorded, a 503
+        # (Discord sends an interaction once: the asker sees it failed rather than "thinking" for good).
+        held = bots.take(self.core, pending, "ask again")
         if held is None:
             log.info("discord: interaction %s delivered again; answered once", pending.event_id)
             return {"type": DEFERRED}, None

@@ -4,6 +4,9 @@ with the question the bot answered before it, by the same rule as the chat endpo
 Each channel reads only the sources slack_channels maps it to (channels.py). Helpful / Not helpful
 reach the answer log as a rating, and the comment of the modal that follows as its comment.
 
+Nothing is acknowledged before it is in the database: a message is taken, and a rating recorded, before
+Slack has its response; a database that cannot take it answers 503 (bots.record, _failed).
+
 Each message is answered once: the first server to record it in the database takes it (a retried or
 twice-subscribed delivery finds it taken), and holds it by a lease while it answers; a server that
 stops mid-answer lets the lease run out, and a sweep (bots.py: at start, then every 30 seconds) finishes
@@ -27,7 +30,7 @@ from slack_sdk.http_retry.builtin_handlers import (
 
 from pgcite.answer.flow import Answer
 from pgcite.core import Pgcite
-from pgcite.errors import PgciteError, first_line
+from pgcite.errors import PgciteError, error_body, first_line
 from pgcite.learn.log import Origin
 from pgcite.messaging import bots, render
 from pgcite.messaging.channels import ChannelMap, Scope
@@ -79,6 +82,7 @@ class SlackBot:
         for action in render.RATINGS:
             self.app.action(action)(self._on_click)
         self.app.view(render.FEEDBACK_VIEW)(self._on_comment)
+        self.app.error(self._failed)
         self._sweeper = bots.Sweeper(core, "slack", self._resume, within="1 hour", log=log)
 
     def close(self) -> None:
@@ -94,20 +98,26 @@ class SlackBot:
             return True
         return event.get("channel_type") == "im" and not event.get("subtype") and not event.get("bot_id")
 
-    def _record(self, body: dict, context, next) -> BoltResponse | None:  # Bolt passes `next` by name
+    def _record(self, body: dict, context, next) -> None:  # Bolt passes `next` by name
         """Before Slack has its 200: the message recorded as taken (context["pgcite_held"]; None for a
-        second delivery). A database that cannot record it answers 503, so that Slack delivers it again
-        rather than the question going unanswered."""
+        second delivery). A database that cannot record it raises NotRecorded: a 503 (_failed), so
+        that Slack delivers it again rather than the question going unanswered."""
         event = body.get("event") or {}
         if self._asked(event):
-            try:
-                with self.core.writer() as store:
-                    context["pgcite_held"] = chat_sql.take(store, self._pending(event, body), self.LEASE)
-            except Exception as exc:  # noqa: BLE001 -- whatever failed, Slack must try again
-                log.error("slack: an event not recorded, Slack delivers it again: %s", first_line(exc))
-                return BoltResponse(status=503, body="")
+            context["pgcite_held"] = bots.take(self.core, self._pending(event, body), "Slack delivers it again")
         next()
-        return None
+
+    def _failed(self, error: Exception, response: BoltResponse | None) -> BoltResponse | None:
+        """Bolt's error handler. Something not recorded before its response answers 503 in JSON;
+        anything else keeps Bolt's 500 (after an ack, `response` is None: nothing more is sent)."""
+        if not isinstance(error, bots.NotRecorded):
+            log.error("slack: a request failed", exc_info=error)
+            return None
+        log.error("slack: %s", error)
+        if response is None:
+            return None
+        body = json.dumps(error_body(str(error), error.kind))
+        return BoltResponse(status=503, body=body, headers={"content-type": "application/json"})
 
     def _on_mention(self, event: dict, body: dict, context) -> None:
         self._take(event, body, context, direct=False)
@@ -250,16 +260,15 @@ class SlackBot:
     # --- feedback ----------------------------------------------------------------------------
 
     def _on_click(self, ack, body: dict, action: dict) -> None:
-        """Helpful / Not helpful: the rating is recorded at once, then a modal asks for a comment."""
-        ack()
+        """Helpful / Not helpful: the rating is recorded before Slack has its 200 (a database that
+        cannot take it raises NotRecorded: a 503, and Slack shows the click failed), then a modal asks
+        for a comment."""
         team, channel = body.get("team", {}).get("id", ""), body.get("channel", {}).get("id", "")
         rating, answer_id = render.RATINGS[action["action_id"]], action.get("value", "")
-        if (scope := self._scope_of_click(team, channel)) is None:
-            return
-        try:
-            self.core.rate(answer_id, rating, allowed=scope.sources)
-        except PgciteError as exc:
-            log.warning("slack: a rating in %s/%s not recorded: %s", team, channel, first_line(exc))
+        scope = self._scope_of_click(team, channel)
+        rated = scope is not None and self._rated(answer_id, rating, scope, f"{team}/{channel}")
+        ack()  # only now: the rating is in the database, or was refused
+        if not rated:
             return
         try:
             self.client.views_open(
@@ -267,6 +276,18 @@ class SlackBot:
             )
         except (SlackClientError, KeyError) as exc:  # the rating stands without a comment
             log.info("slack: the comment's modal not opened: %s", first_line(exc))
+
+    def _rated(self, answer_id: str, rating: str, scope: Scope, where: str) -> bool:
+        """Record a click's rating: False when it is refused (an answer this channel may not rate, or
+        one no longer logged); NotRecorded when the database cannot take it."""
+        try:
+            bots.record(lambda: self.core.rate(answer_id, rating, allowed=scope.sources), "the rating", "click again")
+        except bots.NotRecorded:
+            raise
+        except PgciteError as exc:
+            log.warning("slack: a rating in %s not recorded: %s", where, first_line(exc))
+            return False
+        return True
 
     def _on_comment(self, ack, view: dict) -> None:
         meta = json.loads(view.get("private_metadata") or "{}")

@@ -1,5 +1,6 @@
-"""What /v1/ask and the chat completions share: the error body every failure has (OpenAI's shape),
-and Server-Sent Event streams that end with an error frame when they fail after the status line."""
+"""What /v1/ask and the chat completions share: the error body every failure has (OpenAI's shape,
+errors.error_body), and Server-Sent Event streams that end with an error frame when they fail after
+the status line."""
 
 from __future__ import annotations
 
@@ -12,15 +13,11 @@ import anyio.to_thread
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import iterate_in_threadpool
 
-from pgcite.errors import PgciteError
+from pgcite.errors import PgciteError, error_body
 
 log = logging.getLogger("pgcite.server.streams")
 
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-
-
-def error_body(message: str, kind: str) -> dict:
-    return {"error": {"message": message, "type": kind, "code": kind}}
 
 
 def sse(event: str, data: dict) -> str:
