@@ -9,9 +9,18 @@ import os
 import zipfile
 from pathlib import Path
 
-# A title of ten levels of ten YAML aliases each: 10^9 strings when expanded.
-BILLION_LAUGHS = "---\n" + "a0: &a0 lol\n" + "".join(
-    f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 10)}]\n" for n in range(1, 10)) + "title: *a9\n---\n# Laughs\n\nText.\n"
+
+
+def laughs(key: str, anchor: str = "a") -> str:
+    """YAML whose `key` is ten levels of ten aliases each: 10^9 strings when expanded. Anchors are
+    named `anchor`0 to `anchor`9 (any characters but spaces and brackets may name one)."""
+    return f"{anchor}0: &{anchor}0 lol\n" + "".join(
+        f"{anchor}{n}: &{anchor}{n} [{', '.join([f'*{anchor}{n - 1}'] * 10)}]\n" for n in range(1, 10)
+    ) + f"{key}: *{anchor}9\n"
+
+
+# A title of ten levels of ten YAML aliases each.
+BILLION_LAUGHS = f"---\n{laughs('title')}---\n# Laughs\n\nText.\n"
 NON_UTF8_NAME = b"caf\xe9.md"
 
 

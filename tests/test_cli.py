@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -19,9 +20,15 @@ from tests.fake_openai import closed_port
 REPO = Path(__file__).resolve().parents[1]
 
 
-def pgcite(*args: str, env: dict[str, str], timeout: int = 900) -> subprocess.CompletedProcess:
+def pgcite(*args: str, env: dict[str, str], timeout: int = 900, memory: int | None = None
+           ) -> subprocess.CompletedProcess:
+    """`pgcite ARGS`; `memory`: the most bytes of address space the process may hold (RLIMIT_AS)."""
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
     return subprocess.run([sys.executable, "-m", "pgcite", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO)
+                          timeout=timeout, cwd=REPO, preexec_fn=capped if memory else None)
 
 
 @pytest.fixture

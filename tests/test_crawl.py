@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
+import os
+import re
 import shutil
 import threading
 import time
@@ -22,17 +25,17 @@ from pathlib import Path
 
 import pytest
 from tests.http_server import call, running
+from tests.test_cli import pgcite
 from tests.test_site_sphinx import build_html
 from tests.test_sites import read_site
 from tests.test_sync_server import SECRET, github, push_payload, wait_done
 
-from pgcite.config import Settings
+from pgcite.config import Settings, load_settings
 from pgcite.core import Pgcite
-from pgcite.errors import SourceError
-from pgcite.ingest import crawl as crawl_module
+from pgcite.errors import PgciteError, SourceError
 from pgcite.ingest.crawl import CrawlSettings, WebSource
 from pgcite.ingest.fetch import Pace
-from pgcite.ingest.flow import open_location
+from pgcite.ingest.flow import crawl_settings, open_location
 from pgcite.ingest.sites import detect
 from pgcite.ingest.sources import Document, Skipped, Unchanged
 from pgcite.vocabulary import SearchFilter
@@ -397,27 +400,68 @@ def test_a_page_or_robots_txt_that_never_ends_is_abandoned_at_its_deadline(serve
     assert time.monotonic() - started < 5 and list(served.seen) == ["/robots.txt"]
 
 
-def test_a_crawl_past_its_deadline_stores_what_it_read_and_names_the_rest(
-    served: Site, settings: Settings, embedder, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.slow
+def test_a_hostile_site_crawled_with_a_deadline_ends_by_it_with_each_good_page_stored_and_each_bad_one_named(
+    served: Site, database_url: str, tmp_path: Path, embedder
 ) -> None:
-    # Each answer has its 2 minutes; the crawl 5 s: a page dripping holds it no longer than that.
-    monkeypatch.setattr(crawl_module, "CrawlSettings", lambda: CrawlSettings(delay=0.0, deadline=5.0))
+    """The battery's shape, by `pgcite ingest URL --deadline 5 --page-deadline 2`: a page that drips,
+    a page with a malformed link and a 100,000-URL sitemap on one site. It never ended and stored
+    nothing (a byte every 29 s held a request, the sitemap was deduplicated in a list, pages were
+    written when the scan ended, a malformed link raised). Now it ends within a minute past its
+    deadline, every good page stored, each bad or unread one named in one line; the deadlines are
+    kept for the source's syncs, where a known page that drips now keeps its stored version."""
+    _, folder = read_site(served.root)
+    good = sorted(folder)  # the pages the site publishes, as a folder of HTML reads them
     served.routes["/docs/drip.html"] = dripping(b'<html lang="en"><body><main><h1>Drip</h1><p>', 0.2)
-    link_from_index(served, "drip.html")
-    with Pgcite(settings, embedder=embedder) as app:
+    (served.root / "extra.html").write_text(
+        '<html lang="en"><body><main><h1>Extra</h1><p>The flux capacitor needs 88 miles per hour.</p>'
+        '<a href="http://[bad">bad</a></main></body></html>'
+    )
+    listed = [served.url + path for path in [*good, "extra.html", "drip.html"]]
+    listed += [f"{served.url}pages/{n}.html" for n in range(100_000 - len(listed))]  # answered 404: gone
+    served.routes["/docs/sitemap.xml"] = answer(200, urlset(listed), "application/xml")
+    env = dict(os.environ, PGCITE_DATABASE_URL=database_url, PGCITE_HOME=str(tmp_path / "home"))
+    started = time.monotonic()
+    done = pgcite("ingest", served.url, "--source", "web", "--deadline", "5", "--page-deadline", "2", "--json",
+                  env=env, timeout=300)
+    assert time.monotonic() - started < 5 + 60 and done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert sorted(report["paths"]["new"]) == sorted([*good, "extra.html"])
+    reasons = {s["path"]: s["reason"] for s in report["skipped"]}
+    assert reasons.pop("drip.html").startswith("did not finish within 2 s (a server sending it slowly")
+    assert reasons.pop("http://[bad").startswith("a malformed link on http://127.0.0.1:")
+    # The rest: pages of the sitemap the crawl did not reach by its deadline, each named.
+    assert all(path.startswith("pages/") and reason.startswith("not read: the crawl reached its deadline (5 s) first")
+               for path, reason in reasons.items())
+    # On stderr, one line per reason: the unread pages on one, three of them named.
+    lines = [line for line in done.stderr.splitlines() if line.startswith("skipped ")]
+    assert len(lines) == 3 and "Traceback" not in done.stderr, lines
+    unread = next(line for line in lines if "the crawl reached its deadline" in line)
+    assert re.match(rf"skipped pages/\d+\.html, pages/\d+\.html, pages/\d+\.html and {len(reasons) - 3:,} more: "
+                    "not read: the crawl reached its deadline", unread), unread
+    # A sync reads with the same deadlines: a page known before that drips now is named, its stored text kept.
+    served.routes["/docs/guide/tuning.html"] = served.routes.pop("/docs/drip.html")
+    with Pgcite(Settings(home=tmp_path / "home", database_url=database_url), embedder=embedder) as app:
         started = time.monotonic()
-        first = app.ingest(served.url, source="web")
-        assert time.monotonic() - started < 60
-        assert first.new == 4 and [s.path for s in first.skipped] == ["drip.html"]
-        assert first.skipped[0].reason.startswith("not read: the crawl reached its deadline (5 s) first")
-        # A known page that now never ends (and drip.html gone): named, and its stored version kept.
-        served.routes["/docs/guide/tuning.html"] = served.routes.pop("/docs/drip.html")
         again = app.sync("web")
-        assert [s.path for s in again.skipped] == ["guide/tuning.html"]
-        assert again.skipped[0].reason.startswith("not read: the crawl reached its deadline (5 s) first")
-        assert again.removed == 0 and again.unchanged == 3
+        assert time.monotonic() - started < 5 + 60
+        skipped = {s.path: s.reason for s in again.skipped}
+        assert skipped["guide/tuning.html"].startswith("did not finish within 2 s")
+        assert again.removed == 0 and again.unchanged == len(good)  # the others and extra.html: 304s
         hits = app.search("default spin rate turns per second", k=3, filters=SearchFilter(source="web"))
         assert any("40 turns per second" in h.content for h in hits)
+
+
+def test_the_deadlines_are_settings_a_source_may_override() -> None:
+    settings = load_settings(Path("no-such.toml"), {"PGCITE_CRAWL_DEADLINE": "600", "PGCITE_CRAWL_PAGE_DEADLINE": "9"})
+    source = open_location("https://docs.example/guide/", settings)
+    assert isinstance(source, WebSource) and (source.crawl.deadline, source.crawl.page_deadline) == (600, 9)
+    assert crawl_settings(settings, deadline=30).deadline == 30 and crawl_settings(settings).deadline == 600
+    for wrong in (0.0, -5.0, float("nan"), float("inf")):
+        with pytest.raises(PgciteError, match=r"^a crawl's page-deadline is a number of seconds over 0 \(got "):
+            crawl_settings(settings, page_deadline=wrong)
+    with pytest.raises(PgciteError, match=r"fix --deadline or the setting crawl_deadline \(PGCITE_CRAWL_DEADLINE\)$"):
+        crawl_settings(dataclasses.replace(settings, crawl_deadline=0.0))
 
 
 def test_a_malformed_link_or_redirect_is_skipped_and_the_crawl_goes_on(served: Site) -> None:

@@ -17,7 +17,9 @@ import pytest
 
 from pgcite.core import Pgcite
 from pgcite.server.jobs import SYNC_SETTLE
-from tests.http_server import call, running, served
+from tests.http_server import call, running, served, write_folder
+from tests.test_crawl import Site as CrawledSite
+from tests.test_crawl import dripping, serving
 from tests.test_sync_server import SECRET, github, push_payload, wait_done
 
 pytestmark = pytest.mark.slow
@@ -98,3 +100,79 @@ def test_a_dead_servers_temporary_folder_is_removed(core: Pgcite, embedder):
     (orphan / "upload.zip").write_bytes(b"PK")
     with Pgcite(dataclasses.replace(core.settings), embedder=embedder) as app, running(app):
         assert not orphan.exists()
+
+
+def _state(url: str, key: str, job_id: str) -> str:
+    return call(url, f"/v1/jobs/{job_id}", key=key).body["job"]["state"]
+
+
+def _wait_for(url: str, key: str, job_id: str, state: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while _state(url, key, job_id) != state:
+        assert time.monotonic() < deadline, f"job {job_id} never became {state}"
+        time.sleep(0.1)
+
+
+def test_a_sync_held_by_a_dripping_site_never_delays_another_sources_job(settings, embedder, tmp_path: Path):
+    """It did: each server ran one job at a time, so a sync held by a site sending a byte now and then
+    kept every other source's jobs queued behind it; and another sync of that source, asked for
+    meanwhile, was taken by a second server, whose worker then waited on the source's lock too."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "index.html").write_text(
+        '<html lang="en"><body><main><h1>Stuck site</h1><p>The stuck site has a slow page.</p>'
+        '<a href="slow.html">slow</a></main></body></html>')
+    (tmp_path / "site" / "slow.html").write_text(
+        '<html lang="en"><body><main><h1>Slow</h1><p>This page is served slowly.</p></main></body></html>')
+    with serving(CrawledSite(tmp_path / "site")) as site, Pgcite(settings, embedder=embedder) as first:
+        first.ingest(write_folder(tmp_path / "widgets", DOCS), source="widgets")
+        first.ingest(site.url, source="stuck", crawl_deadline=20.0)  # kept for its syncs
+        key = first.create_key("pool-admin", admin=True)
+        site.routes["/docs/slow.html"] = dripping(b'<html lang="en"><body><main><h1>Slow</h1><p>', 0.5)
+        (tmp_path / "widgets" / "lever.md").write_text("# Levers\n\nPull the green lever to start.\n")
+        with running(first) as url:
+            stuck = call(url, "/v1/sources/stuck/sync", b"", key=key).body["job"]["id"]
+            _wait_for(url, key, stuck, "running")
+            other = call(url, "/v1/sources/widgets/sync", b"", key=key).body["job"]["id"]
+            job = wait_done(url, key, other, timeout=SYNC_SETTLE + 15)
+            assert job["state"] == "done" and "1 new" in job["summary"], job
+            assert _state(url, key, stuck) == "running"
+            # Another sync of the held source waits for the one running, on this server and on one started now.
+            again = call(url, "/v1/sources/stuck/sync", b"", key=key).body["job"]["id"]
+            second = Pgcite(settings, embedder=embedder)
+            with second, running(second) as other_url:
+                time.sleep(SYNC_SETTLE + 2)
+                assert _state(other_url, key, again) == "queued" and _state(url, key, stuck) == "running"
+                held = wait_done(url, key, stuck, timeout=40)
+                assert held["state"] == "done" and "1 skipped" in held["summary"], held
+                assert wait_done(other_url, key, again, timeout=40)["state"] == "done"
+
+
+def test_a_crawl_whose_server_stopped_past_its_deadline_is_not_queued_again(core: Pgcite, admin: str, base: str):
+    """A restart queued the sync its stuck server was running again, to be held by the same site as
+    long: one that had run past its crawl's deadline is failed with the reason instead. A sync
+    stopped within its deadline, or of a folder however long it ran, is queued again as before."""
+    with psycopg.connect(core.settings.database_url, autocommit=True) as conn:
+        (began,) = conn.execute("SELECT now()").fetchone()
+        # Port 9 refuses at once: the syncs queued again end quickly.
+        conn.execute("INSERT INTO sources (name, location, options) VALUES "
+                     "('hung', 'http://127.0.0.1:9/hung/', '{\"crawl_deadline\": 600}'), "
+                     "('slowish', 'http://127.0.0.1:9/slowish/', '{}')")
+        stopped = {"hung1": ("hung", "2 hours"), "slowish1": ("slowish", "30 minutes"),
+                   "folder1": ("widgets", "5 hours")}
+        for job_id, (source, ran) in stopped.items():
+            conn.execute("INSERT INTO jobs (id, source, kind, trigger, state, owner, attempts, started_at, "
+                         "lease_until) VALUES (%s, %s, 'sync', 'gitlab', 'running', 'gone:3:z', 1, "
+                         "now() - %s::interval, now() - interval '1 minute')", (job_id, source, ran))
+        deadline = time.monotonic() + 30
+        while conn.execute("SELECT count(*) FROM jobs WHERE id = ANY(%s) AND state = 'running'",
+                           (list(stopped),)).fetchone()[0]:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        errors = dict(conn.execute("SELECT id, error FROM jobs WHERE id = ANY(%s)", (list(stopped),)))
+        queued = [s for (s,) in conn.execute("SELECT source FROM jobs WHERE trigger = 'gitlab' AND created_at > %s "
+                                             "AND NOT id = ANY(%s) ORDER BY source", (began, list(stopped)))]
+        conn.execute("DELETE FROM sources WHERE name IN ('hung', 'slowish')")
+    assert errors["hung1"].startswith("the server running it stopped after the crawl had run past its deadline: "
+                                      "not queued again")
+    assert errors["slowish1"] == errors["folder1"] == "the server running it stopped; a new sync was queued"
+    assert queued == ["slowish", "widgets"]

@@ -22,7 +22,7 @@ from pgcite.config import Settings
 from pgcite.core import Pgcite
 from pgcite.errors import ModelMismatchError
 from pgcite.ingest.markdown import parse, split_front_matter
-from tests.bad_inputs import BILLION_LAUGHS, write_bad_folder, write_bad_zip
+from tests.bad_inputs import BILLION_LAUGHS, laughs, write_bad_folder, write_bad_zip
 from tests.fake_openai import FakeOpenAI, fake_vector
 from tests.http_server import write_folder
 from tests.test_cli import pgcite
@@ -49,14 +49,50 @@ def test_front_matter_aliases_are_refused_not_expanded():
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-@pytest.mark.parametrize("front_matter", [
-    "---\ntitle: " + "[" * 10_000 + "]" * 10_000 + "\n---\n",  # YAML nested 10,000 deep
-    "+++\ntitle = " + "[" * 10_000 + "]" * 10_000 + "\n+++\n",  # TOML too
-    "---\ntitle: [1, 2, 3]\n---\n",  # a title that is not a string
+REFUSED = ("its YAML aliases expand to over 1,000,000 nodes more than it holds (a 'billion laughs'): write the "
+           "repeated parts out")
+GOOD_PAGE = "# Guide\n\n## Setup\n\nThe quokka setting is 7.\n"
+HUGO_LAUGHS = ("---\n" + laughs("title", anchor="-x") + "---\n# Laughs\n\nText.\n\n{{< code-toggle file=hugo >}}\n"
+               + laughs("params") + "{{< /code-toggle >}}\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("files", "problem", "pages"), [
+    ({"laughs.md": BILLION_LAUGHS, "guide.md": GOOD_PAGE}, f"laughs.md: front matter left out: {REFUSED}", 2),
+    ({"mkdocs.yml": "site_name: Laughs\n" + laughs("nav"), "docs/index.md": GOOD_PAGE},
+     f"mkdocs.yml left out, the defaults taken: {REFUSED}", 1),
+    ({"hugo.yaml": "baseURL: https://x.dev/\n" + laughs("params"), "content/_index.md": GOOD_PAGE},
+     f"hugo.yaml left out: {REFUSED}", 1),
+    # Anchors named with a character that is no word character passed libyaml's fast path unbounded.
+    ({"hugo.toml": 'baseURL = "https://x.dev/"\n', "content/_index.md": GOOD_PAGE, "content/laughs.md": HUGO_LAUGHS},
+     f"content/laughs.md: front matter left out: {REFUSED}", 2),
+], ids=["front matter", "mkdocs.yml", "hugo config", "hugo front matter and code-toggle"])
+def test_a_billion_laughs_wherever_yaml_is_read_is_left_out_in_one_line(database_url: str, tmp_path: Path,
+                                                                      files: dict[str, str], problem: str, pages: int):
+    """Hugo's configuration and front matter (walked to lower-case their keys) and mkdocs.yml's nav
+    expanded every alias: an ingest under 1 GB of address space ran out of it, or for minutes. Each
+    is read through the bound of ingest/bounded_yaml.py now: left out, said in one line."""
+    for name, text in files.items():
+        (tmp_path / "site" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "site" / name).write_text(text)
+    env = _own_env(PGCITE_DATABASE_URL=database_url, PGCITE_HOME=str(tmp_path / "home"))
+    done = pgcite("ingest", str(tmp_path / "site"), "--source", "laughs", "--json", env=env, timeout=180,
+                  memory=1 << 30)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["problems"] == [problem] and report["new"] == pages and not report["skipped"], report
+
+
+@pytest.mark.parametrize(("front_matter", "problems"), [
+    ("---\ntitle: " + "[" * 10_000 + "]" * 10_000 + "\n---\n",  # YAML nested 10,000 deep
+     ["front matter left out: nested deeper than pgcite reads YAML (hundreds of levels)"]),
+    ("+++\ntitle = " + "[" * 10_000 + "]" * 10_000 + "\n+++\n", []),  # TOML too
+    ("---\ntitle: [1, 2, 3]\n---\n", []),  # a title that is not a string
 ])
-def test_front_matter_that_cannot_be_a_title_is_dropped(front_matter: str):
-    body, data = split_front_matter(front_matter + "# Heading\n\nText.\n")
-    assert body.startswith("# Heading")
+def test_front_matter_that_cannot_be_a_title_is_dropped(front_matter: str, problems: list[str]):
+    said: list[str] = []
+    body, _ = split_front_matter(front_matter + "# Heading\n\nText.\n", said)
+    assert body.startswith("# Heading") and said == problems
     assert parse(front_matter + "Text.\n", "fallback").title == "fallback"
 
 

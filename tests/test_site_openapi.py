@@ -5,19 +5,28 @@ written for these tests; then an ingest and `ask` against the real database and 
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import subprocess
 import sys
 import textwrap
+import time
+import zipfile
 from pathlib import Path
 
+import psutil
 import pytest
+from tests.http_server import call
+from tests.test_cli import pgcite
 from tests.test_sites import read_site
+from tests.test_workers import serving
 
 from pgcite.answer.extractive import ExtractiveGenerator
 from pgcite.cli.common import default_source_name
 from pgcite.answer.flow import ask
 from pgcite.config import Settings
+from pgcite.core import Pgcite
 from pgcite.errors import SourceError
 from pgcite.ingest.flow import ingest, open_location
 from pgcite.ingest.sites import join_url
@@ -217,6 +226,49 @@ def test_a_billion_laughs_description_is_refused_in_one_line_in_little_memory(tm
         "write the repeated parts out, or share them with $ref"
     )
     assert int(megabytes) < 300
+
+
+@pytest.mark.slow
+def test_a_billion_laughs_description_is_skipped_by_a_capped_ingest_and_a_server_answers_throughout_its_upload(
+    settings: Settings, embedder, tmp_path: Path
+) -> None:
+    """The battery's shape: `pgcite ingest` held to 1 GB of address space (it grew to 23 GB and was
+    killed) skips the file in one line; a `pgcite serve` taking the same folder as an admin's zip
+    answers /readyz throughout (it stopped answering for 20 s), its memory barely moving."""
+    files = {"openapi.yaml": LAUGHS, "guide.md": "# Guide\n\n## Setup\n\nThe quokka setting is 7.\n"}
+    for name, text in files.items():
+        (tmp_path / "docs" / name).parent.mkdir(exist_ok=True)
+        (tmp_path / "docs" / name).write_text(text)
+    refused = "its YAML aliases expand to over 1,000,000 nodes more than it holds (a 'billion laughs')"
+    env = dict(os.environ, PGCITE_DATABASE_URL=settings.database_url, PGCITE_HOME=str(tmp_path / "home"))
+    done = pgcite("ingest", str(tmp_path / "docs"), "--source", "laughs", env=env, timeout=300, memory=1 << 30)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    skipped = [line for line in done.stderr.splitlines() if line.startswith("skipped ")]
+    assert len(skipped) == 1 and skipped[0].startswith(f"skipped openapi.yaml: could not be read: {refused}")
+    assert "laughs: 1 new" in done.stdout
+
+    upload = io.BytesIO()
+    with zipfile.ZipFile(upload, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    with Pgcite(settings, embedder=embedder) as app:
+        admin = app.create_key("laughs-admin", admin=True)
+        with serving(app, tmp_path / "serve") as (url, server):
+            process = psutil.Process(server.pid)
+            before = process.memory_info().rss
+            started = call(url, "/v1/sources/uploaded/ingest", upload.getvalue(), key=admin,
+                           headers={"Content-Type": "application/zip"})
+            assert started.status == 202, started.body
+            job, slowest, peak = started.body["job"], 0.0, before
+            while job["state"] in ("queued", "running"):
+                asked = time.monotonic()
+                assert call(url, "/readyz").status == 200
+                slowest = max(slowest, time.monotonic() - asked)
+                peak = max(peak, process.memory_info().rss)
+                job = call(url, f"/v1/jobs/{job['id']}", key=admin).body["job"]
+                time.sleep(0.05)
+    assert job["state"] == "done" and "1 new" in job["summary"] and "1 skipped" in job["summary"], job
+    assert slowest < 2 and peak - before < 500 << 20, (slowest, (peak - before) >> 20)
 
 
 def test_a_description_sharing_a_few_parts_by_yaml_anchors_reads_them_in(tmp_path: Path) -> None:

@@ -286,6 +286,20 @@ def test_read_the_docs_settings_say_when_pages_are_folders(tmp_path: Path, setti
     assert "SECRET" not in text(pages["index.rst"])  # a hidden file that is not a site's settings
 
 
+def test_read_the_docs_settings_that_are_not_yaml_are_said_and_read_as_absent(tmp_path: Path) -> None:
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    (tmp_path / "conf.py").write_text('project = "x"\n')
+    (tmp_path / "index.rst").write_text("Home\n====\n\nText.\n")
+    for settings_file, said in (("sphinx: [builder: dirhtml\n", "while parsing"), (laughs, "billion laughs")):
+        (tmp_path / ".readthedocs.yaml").write_text(settings_file)
+        site, pages = read_site(tmp_path)
+        assert pages["index.rst"].route == "index.html"  # the default builder's link
+        (problem,) = site.problems
+        assert problem.startswith(".readthedocs.yaml left out (") and said in problem, problem
+        assert problem.endswith("read as if absent; --sphinx-builder says the builder")
+
+
 @pytest.mark.parametrize("ingested", ["docs/source", "docs/source/guide"])
 def test_read_the_docs_settings_at_the_root_of_an_exported_tree_are_found(tmp_path: Path, ingested: str) -> None:
     """No .git, no licence (an exported tree, a zip): the settings two folders above conf.py were missed."""

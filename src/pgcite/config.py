@@ -62,6 +62,11 @@ class Settings:
     search_mode: str = DEFAULT_SEARCH_MODE
     # Source reading.
     max_file_bytes: int = 5_000_000
+    # Crawling a site by its URL (docs/sites/html.md): seconds one answer may take, its headers and
+    # body together, and seconds the whole crawl may take; `pgcite ingest URL --page-deadline
+    # --deadline` give a source deadlines of its own, kept for its syncs.
+    crawl_page_deadline: float = 120.0
+    crawl_deadline: float = 3600.0
     # Answers: an OpenAI-compatible chat server; empty chat_url means the offline extractive one.
     chat_url: str = ""
     chat_model: str = ""
@@ -111,6 +116,9 @@ class Settings:
     # Seconds a running ingest or sync job stays its server's without a renewal (renewed every sixth of
     # it): a server that died has its job taken over by another this long after.
     job_lease: float = 30.0
+    # Jobs one server runs at once, never two of one source: a sync held by a slow site takes one
+    # worker, and the other sources' jobs go on in the rest.
+    job_workers: int = 2
     # The answer log (docs/answer-log.md): every answer is recorded unless this is off; rows older
     # than answer_log_days are deleted (0 keeps them all).
     answer_log: bool = True

@@ -26,7 +26,7 @@ from pgcite.config import Settings
 from pgcite.embedding.models import Embedder, bundled_model_dir, fingerprint, make_embedder
 from pgcite.embedding.reader import READER_PRECISIONS, BundledReader, load_reader
 from pgcite.embedding.serialised import Serialised
-from pgcite.errors import PgciteError, SourceError, StoreError, first_line
+from pgcite.errors import PgciteError, StoreError, first_line
 from pgcite.learn.log import AnswerLog, Origin, entry_of, search_entry
 from pgcite.learn.ops import LogOps
 from pgcite.publish.pages import PageOps
@@ -41,9 +41,6 @@ from pgcite.vocabulary import SearchFilter, SearchHit, check_name
 
 if TYPE_CHECKING:  # ingest's readers and chunker load only when something is ingested
     from pgcite.ingest.report import IngestReport, Progress
-
-
-UPLOADED = "(uploaded zip)"  # the location of a source ingested from an upload
 
 
 class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
@@ -284,6 +281,8 @@ class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
         chunk_tokens: int | None = None,
         languages: Sequence[str] | None = None,
         pull: bool = False,
+        crawl_deadline: float | None = None,
+        crawl_page_deadline: float | None = None,
         progress: Progress | None = None,
         embedder: Embedder | None = None,
         trigger: str = "ingest",
@@ -291,11 +290,13 @@ class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
         store: Store | None = None,
     ) -> IngestReport:
         """embedder: another than the query path's (the server's ingest jobs have their own).
-        pull: `git pull` the folder before each sync (sync.py). trigger: what started it, for the
+        pull: `git pull` the folder before each sync (sync.py). crawl_deadline, crawl_page_deadline: a
+        site URL's own deadlines, in seconds (None: the settings'). trigger: what started it, for the
         source's last sync. uploaded: `location` is a temporary copy of an upload, not to be kept.
         store: a writer to ingest on (a sync's, which holds the source's lock); default: a new one."""
-        from pgcite.ingest.flow import ingest, open_location
+        from pgcite.ingest.flow import crawl_settings, ingest, open_location
         from pgcite.ingest.locations import is_remote
+        from pgcite.ingest.sync import UPLOADED
 
         # Kept with the source, so that a sync from anywhere reads it again the same way.
         location = os.path.abspath(location) if location and not is_remote(location) else location
@@ -311,11 +312,14 @@ class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
             "chunk_tokens": chunk_tokens,
             "languages": list(languages) if languages else None,
             "pull": pull,
+            "crawl_deadline": crawl_deadline,
+            "crawl_page_deadline": crawl_page_deadline,
         }
         tokens = self.settings.chunk_tokens if chunk_tokens is None else chunk_tokens
         settings = dataclasses.replace(self.settings, chunk_tokens=tokens)
         self.check_new_source(source)
-        reader = open_location(location, settings, exclude, include_root=include_root)
+        crawl = crawl_settings(settings, crawl_deadline, crawl_page_deadline)
+        reader = open_location(location, settings, exclude, include_root=include_root, crawl=crawl)
         with contextlib.nullcontext(store) if store is not None else self.writer() as store:
             return ingest(
                 reader,
@@ -341,23 +345,13 @@ class Pgcite(LogOps, PageOps, SourceOps, access.KeyOps):
     ) -> IngestReport:
         """Read source `name` again from where it was ingested, with the same options (pulling the
         folder first when it was ingested with `pull`); only what changed is read and stored."""
-        from pgcite.ingest.locations import is_remote
-        from pgcite.ingest.sync import pull
+        from pgcite.ingest.sync import check_readable_again, pull
 
         info = self.source(name)
         options = info.options or {"base_url": info.base_url}  # a source ingested before options were kept
         started = time.perf_counter()
         try:
-            if info.location == UPLOADED:
-                raise SourceError(
-                    f"source {name!r} was uploaded as a zip, which is not kept: upload it again "
-                    f"(POST /v1/sources/{name}/ingest) to bring it up to date"
-                )
-            if not is_remote(info.location) and not os.path.exists(info.location):
-                raise SourceError(
-                    f"source {name!r} was read from {info.location}, which is not there any more: "
-                    "ingest it again from where it is now"
-                )
+            check_readable_again(name, info.location)
             # The pull and the ingest under the source's lock (re-entered by the ingest on the same
             # session): two syncs at once, from any process, take turns instead of pulling together.
             with self.writer() as store, store.source_lock(name):

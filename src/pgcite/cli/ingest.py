@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from pgcite.core import Pgcite
     from pgcite.ingest.report import IngestReport
 
+SKIPPED_SHOWN = 3  # pages named on a line of skipped ones with one reason; --json names them all
+
 
 def _sphinx_builder(value: str | None) -> str | None:
     from pgcite.ingest.sites.sphinx_conf import BUILDERS
@@ -169,6 +171,22 @@ def ingest(
             "`git pull --ff-only` in it first.",
         ),
     ] = False,
+    deadline: Annotated[
+        float | None,
+        typer.Option(
+            "--deadline",
+            help="A site's URL: seconds the whole crawl may take, kept for its syncs; pages not read by then are "
+            "named and read by the next sync (default: the setting crawl_deadline, 3600).",
+        ),
+    ] = None,
+    page_deadline: Annotated[
+        float | None,
+        typer.Option(
+            "--page-deadline",
+            help="A site's URL: seconds one page's answer may take, headers and body together, kept for its syncs "
+            "(default: the setting crawl_page_deadline, 120).",
+        ),
+    ] = None,
     watch: Annotated[
         bool,
         typer.Option(
@@ -196,6 +214,8 @@ def ingest(
         chunk_tokens=chunk_tokens,
         languages=[part for part in (languages or "").split(",") if part.strip()] or None,
         pull=pull,
+        crawl_deadline=deadline,
+        crawl_page_deadline=page_deadline,
     )
     if watch:
         from pgcite.ingest.sync import check_watchable
@@ -252,10 +272,15 @@ def sync(
 def _report_ingest(report, as_json: bool) -> None:
     from pgcite import shapes
 
+    # One line per reason: a crawl that ran out of time leaves thousands of pages unread for one reason.
+    by_reason: dict[str, list[str]] = {}
     for skipped in report.skipped:
-        err.print(f"[yellow]skipped[/] {escape(skipped.path)}: {escape(skipped.reason)}")
+        by_reason.setdefault(skipped.reason, []).append(skipped.path)
+    for reason, paths in by_reason.items():
+        more = f" and {len(paths) - SKIPPED_SHOWN:,} more" if len(paths) > SKIPPED_SHOWN else ""
+        err.print(f"[yellow]skipped[/] {escape(', '.join(paths[:SKIPPED_SHOWN]))}{more}: {escape(reason)}")
     for problem in report.problems:
-        err.print(f"[yellow]include[/] {escape(problem)}")
+        err.print(f"[yellow]warning[/] {escape(problem)}")
     for flagged in report.flagged:
         err.print(f"[yellow]flagged[/] {escape(flagged)} (left out of answers)")
     if not report.base_url:

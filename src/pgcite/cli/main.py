@@ -51,7 +51,7 @@ app.add_typer(export_app, name="export")
 app.add_typer(discord_app, name="discord")
 
 
-def command() -> typer.core.TyperGroup:
+def command() -> typer._click.Command:  # Typer's own copy of click
     """The command tree `pgcite` runs. A flag's help row shows no type tag: Typer 0.29 writes `<bool>`
     on every flag, though a flag takes no value (an option that takes one keeps `<str>`, `<int>`)."""
     root = typer.main.get_command(app)
@@ -60,7 +60,7 @@ def command() -> typer.core.TyperGroup:
         cmd = pending.pop()
         pending.extend(getattr(cmd, "commands", {}).values())
         for param in [*cmd.params, cmd.get_help_option(cmd.context_class(cmd))]:
-            if getattr(param, "is_flag", False):  # Typer's own click: not click.Option
+            if param is not None and getattr(param, "is_flag", False):  # Typer's own click: not click.Option
                 param.metavar = ""
     return root
 

@@ -61,7 +61,7 @@ def _last_sync(r) -> str:
     if last.get("error"):
         return f"{when}: [red]failed[/]: {escape(last['error'])}{every}"
     counts = {"new": "new", "changed": "changed", "rerouted": "re-routed", "removed": "removed"}
-    changed = [f"{last[kind]} {said}" for kind, said in counts.items() if last.get(kind)]  # older records lack "rerouted"
+    changed = [f"{last[kind]} {said}" for kind, said in counts.items() if last.get(kind)]  # "rerouted" is new
     paths = [p for kind in ("new", "changed", "removed") for p in last["paths"][kind]]
     shown = f" ({escape(', '.join(paths[:5]))}{', ...' if len(paths) > 5 else ''})" if paths else ""
     return f"{when}: {', '.join(changed) or 'nothing changed'}{shown}{every}"

@@ -4,15 +4,19 @@ small; but whatever then walks the result (a JSON dump of an example, a list of 
 description made text) walks every alias as a copy, and 10^10 copies take all the memory there
 is. So the document is composed first, the nodes it holds once every alias is expanded are
 counted (each shared node once, in one pass), and a document over the bound, or one whose alias
-holds itself, is refused in one line before anything is built from it."""
+holds itself, is refused in one line before anything is built from it.
+
+Every YAML pgcite reads goes through `load`: OpenAPI files, site configurations (mkdocs.yml with
+its own tags, Hugo's, .readthedocs.yaml) and front matter, each with the loader class it needs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
 
-__all__ = ["MAX_ALIASED_NODES", "Refused", "load"]
+__all__ = ["MAX_ALIASED_NODES", "Refused", "TooManyAliases", "load"]
 
 # What aliases may add to a document: more nodes than a 5 MB file holds written out, far fewer
 # than a walk over them would take memory or minutes for.
@@ -23,11 +27,16 @@ class Refused(ValueError):
     """A document pgcite will not build (the message says why, in one line)."""
 
 
-def load(text: str) -> Any:
-    """The YAML document `text`, as `yaml.safe_load` reads it; Refused (one line) when its
-    aliases expand past MAX_ALIASED_NODES nodes, an alias holds itself, or it nests deeper than
-    the parser goes. yaml.YAMLError when it is not YAML."""
-    loader = yaml.SafeLoader(text)
+class TooManyAliases(Refused):
+    """A "billion laughs": where the format has a way to share parts (OpenAPI's $ref), say it."""
+
+
+def load(text: str, loader_class: Callable[[str], Any] = yaml.SafeLoader) -> Any:
+    """The YAML document `text`, as `loader_class` (a safe loader: yaml.SafeLoader, libyaml's
+    CSafeLoader, or a subclass with tags of its own) reads it; Refused (one line) when its aliases
+    expand past MAX_ALIASED_NODES nodes, an alias holds itself, or it nests deeper than the parser
+    goes. yaml.YAMLError when it is not YAML."""
+    loader = loader_class(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -71,7 +80,7 @@ def _check_expansion(root: yaml.Node) -> None:
         stack.append((node, True))
         stack += [(child, False) for child in _children(node) if id(child) not in size]
     if size[id(root)] - distinct > MAX_ALIASED_NODES:
-        raise Refused(
+        raise TooManyAliases(
             f"its YAML aliases expand to over {MAX_ALIASED_NODES:,} nodes more than it holds (a 'billion "
-            "laughs'): write the repeated parts out, or share them with $ref"
+            "laughs'): write the repeated parts out"
         )

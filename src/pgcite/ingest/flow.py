@@ -13,6 +13,7 @@ an error, and nothing stored is removed. Each pass is recorded as the source's l
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from collections.abc import Sequence
 
@@ -20,6 +21,7 @@ from pgcite.config import Settings
 from pgcite.embedding.models import Embedder
 from pgcite.errors import PgciteError, SourceError, first_line
 from pgcite.ingest.chunking import Chunk, chunk_by_headings, chunk_fixed
+from pgcite.ingest.fetch import CrawlSettings
 from pgcite.ingest.locations import open_source
 from pgcite.ingest.markdown import ParsedDocument
 from pgcite.ingest.report import IngestInterrupted, IngestReport, Progress
@@ -92,15 +94,42 @@ WRITE_BATCH = 128  # chunks of whole files embedded as one batch, while the prev
 
 
 def open_location(
-    location: str, settings: Settings, extra_exclude: Sequence[str] = (), include_root: str | None = None
+    location: str,
+    settings: Settings,
+    extra_exclude: Sequence[str] = (),
+    include_root: str | None = None,
+    crawl: CrawlSettings | None = None,
 ) -> Source:
-    """The source behind a folder path, .zip path or s3:// URL, with the default exclusions."""
+    """The source behind a folder path, .zip path, s3:// URL or site URL, with the default
+    exclusions; a site is crawled as `crawl` says (default: the settings' deadlines)."""
     return open_source(
         location,
         exclude=(*DEFAULT_EXCLUDE, *extra_exclude),
         limits=Limits(max_file_bytes=settings.max_file_bytes),
         include_root=include_root,
+        crawl=crawl or crawl_settings(settings),
     )
+
+
+def crawl_settings(
+    settings: Settings, deadline: float | None = None, page_deadline: float | None = None
+) -> CrawlSettings:
+    """How a site's URL is crawled: a source's own deadlines (`--deadline`, `--page-deadline`, kept
+    with it), else the settings' (crawl_deadline, crawl_page_deadline)."""
+    chosen = CrawlSettings(
+        page_deadline=settings.crawl_page_deadline if page_deadline is None else page_deadline,
+        deadline=settings.crawl_deadline if deadline is None else deadline,
+    )
+    for value, flag, setting in (
+        (chosen.page_deadline, "--page-deadline", "crawl_page_deadline"),
+        (chosen.deadline, "--deadline", "crawl_deadline"),
+    ):
+        if not (math.isfinite(value) and value > 0):
+            raise PgciteError(
+                f"a crawl's {flag.removeprefix('--')} is a number of seconds over 0 (got {value!r}): fix {flag} "
+                f"or the setting {setting} (PGCITE_{setting.upper()})"
+            )
+    return chosen
 
 
 def ingest(
@@ -148,7 +177,7 @@ def ingest(
         versions=site.versions,
         default_version=site.default_version or version,
         languages=tuple(lang for lang in site.languages if kept is None or lang in kept),
-        problems=refused,
+        problems=[*refused, *site.problems],
     )
     store.bind_model(embedder.model, embedder.dimension)
     budget = chunk_budget(settings, embedder)

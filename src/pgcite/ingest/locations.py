@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pgcite.errors import SourceError
-from pgcite.ingest.crawl import WebSource, is_url
+from pgcite.ingest.crawl import CrawlSettings, WebSource, is_url
 from pgcite.ingest.folder import FolderSource
 from pgcite.ingest.s3 import S3Source
 from pgcite.ingest.sources import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, Limits, Source, one_line
@@ -31,11 +31,12 @@ def open_source(
     include: Sequence[str] = DEFAULT_INCLUDE,
     limits: Limits = Limits(),
     include_root: str | None = None,
+    crawl: CrawlSettings | None = None,
 ) -> Source:
-    """Pick the source type from what the user typed."""
+    """Pick the source type from what the user typed; `crawl`: how a site's URL is crawled."""
     kw: dict[str, Any] = {"exclude": exclude, "include": include, "limits": limits}
     if is_url(location):
-        return WebSource(location, **kw)
+        return WebSource(location, crawl=crawl, **kw)
     if is_remote(location):
         return S3Source(location, **kw)
     if location.lower().endswith(".zip") and os.path.isfile(location):

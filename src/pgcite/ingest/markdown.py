@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,7 @@ import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from pgcite.ingest import markup, references
+from pgcite.ingest import bounded_yaml, markup, references
 from pgcite.ingest.anchors import GITHUB, AnchorRule
 from pgcite.safety import visible
 
@@ -50,6 +51,7 @@ __all__ = [
     "Section",
     "clean",
     "clean_body",
+    "load_front_matter",
     "parse",
     "parse_body",
     "split_front_matter",
@@ -112,25 +114,29 @@ _TOML_FRONT_MATTER = re.compile(r"\A\+\+\+[ \t]*\n(.*?)^\+\+\+[ \t]*$\n?", re.DO
 _BLANK_RUN = re.compile(r"\n[ \t]*(?:\n[ \t]*)+\n")
 
 
-class _FrontMatterLoader(yaml.SafeLoader):
-    """Front matter is a few plain fields: an alias is refused rather than expanded, so a
-    "billion laughs" page cannot take gigabytes when its title is read."""
+def load_front_matter(
+    yaml_text: str, problems: list[str] | None = None, loader_class: Callable[[str], Any] = yaml.SafeLoader
+) -> object:
+    """YAML front matter, its aliases bounded (a "billion laughs" title grew one ingest to 4.2 GB
+    once read): None when it is not YAML, or when it is refused, which `problems` is told in one line."""
+    try:
+        return bounded_yaml.load(yaml_text, loader_class)
+    except bounded_yaml.Refused as err:
+        if problems is not None:
+            problems.append(f"front matter left out: {err}")
+    except yaml.YAMLError:
+        pass
+    return None
 
-    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
-        if self.check_event(yaml.AliasEvent):
-            raise yaml.YAMLError("front matter uses a YAML alias")
-        return super().compose_node(parent, index)
 
-
-def split_front_matter(text: str) -> tuple[str, dict[str, Any]]:
+def split_front_matter(text: str, problems: list[str] | None = None) -> tuple[str, dict[str, Any]]:
     """(body, front matter): YAML between `---` lines, or TOML between `+++` lines (Hugo). Front
-    matter that does not parse, uses YAML aliases, nests thousands deep or is not a mapping is
-    dropped all the same."""
+    matter that does not parse, nests thousands deep or is not a mapping is dropped all the same;
+    YAML refused by its aliases' bound or its depth is said in `problems`, one line."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
     data: object = None
     if match := _YAML_FRONT_MATTER.match(text):
-        with contextlib.suppress(yaml.YAMLError, RecursionError):  # RecursionError: nested thousands deep
-            data = yaml.load(match.group(1), Loader=_FrontMatterLoader)
+        data = load_front_matter(match.group(1), problems)
     elif match := _TOML_FRONT_MATTER.match(text):
         with contextlib.suppress(tomllib.TOMLDecodeError, RecursionError):
             data = tomllib.loads(match.group(1))

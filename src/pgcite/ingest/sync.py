@@ -1,6 +1,6 @@
 """Keeping a source in step with its docs: what `pgcite ingest --watch` can watch (its loop is the
-command's), the `git pull` before a sync of a folder ingested with `--pull`, and sync intervals as
-people write them."""
+command's), whether a source can be read again from where it was, the `git pull` before a sync of
+a folder ingested with `--pull`, and sync intervals as people write them."""
 
 from __future__ import annotations
 
@@ -12,6 +12,21 @@ from pgcite.errors import PgciteError, SourceError
 from pgcite.ingest.locations import is_remote
 
 PULL_TIMEOUT = 120  # seconds
+UPLOADED = "(uploaded zip)"  # the location of a source ingested from an upload
+
+
+def check_readable_again(name: str, location: str) -> None:
+    """Raise (one line) when source `name`, read from `location`, cannot be read from there again."""
+    if location == UPLOADED:
+        raise SourceError(
+            f"source {name!r} was uploaded as a zip, which is not kept: upload it again "
+            f"(POST /v1/sources/{name}/ingest) to bring it up to date"
+        )
+    if not is_remote(location) and not os.path.exists(location):
+        raise SourceError(
+            f"source {name!r} was read from {location}, which is not there any more: "
+            "ingest it again from where it is now"
+        )
 
 
 def check_watchable(location: str) -> None:

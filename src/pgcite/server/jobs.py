@@ -1,7 +1,9 @@
 """Ingest and sync jobs of the server, kept in PostgreSQL (store/jobs_sql.py) so that every server on
-the database shares them: a job accepted by one is run by whichever takes it first, one at a time per
-server in a worker thread, on an embedder of its own (searches keep the warm model). A job outlives a
-server that dies: its lease runs out and another server takes it over.
+the database shares them: a job accepted by one is run by whichever takes it first, a few at once per
+server (`job_workers` threads), on an embedder of their own (searches keep the warm model). No two
+jobs of one source run at once on any server, so a sync stuck on a slow site holds one worker and
+its own source's jobs, never another source's. A job outlives a server that dies: its lease runs out
+and another server takes it over.
 
 A sync asked for while one of the same source waits to start is that one: a burst of pushes makes
 one sync, and one asked for during a sync runs once after it. A scheduler thread asks for the
@@ -73,10 +75,15 @@ class Jobs:
         self._store: Store | None = None
         self._lock = threading.Lock()
         self._embedder: Embedder | None = None
+        self._embedder_lock = threading.Lock()
         self._closing = threading.Event()
         _remove_orphans()
-        self._worker = threading.Thread(target=self._work, name="pgcite-jobs", daemon=True)
-        self._worker.start()
+        self._workers = [
+            threading.Thread(target=self._work, name=f"pgcite-jobs-{n}", daemon=True)
+            for n in range(max(1, core.settings.job_workers))
+        ]
+        for worker in self._workers:
+            worker.start()
         threading.Thread(target=self._schedule, name="pgcite-schedule", daemon=True).start()
 
     @contextlib.contextmanager
@@ -116,9 +123,10 @@ class Jobs:
         return job
 
     def close(self) -> None:
-        """Stop taking jobs; a running one finishes. Queued ones stay for the next server to take."""
+        """Stop taking jobs; the running ones finish. Queued ones stay for the next server to take."""
         self._closing.set()
-        self._worker.join()
+        for worker in self._workers:
+            worker.join()
         if self._store is not None:
             self._store.close()
 
@@ -138,7 +146,8 @@ class Jobs:
         while not self._closing.is_set():
             try:
                 with self._db() as conn:
-                    job = jobs_sql.take(conn, self.owner, self._core.settings.job_lease)
+                    settings = self._core.settings
+                    job = jobs_sql.take(conn, self.owner, settings.job_lease, settings.crawl_deadline)
             except (PgciteError, psycopg.Error):  # the database is down: its outage is logged elsewhere
                 job = None
             if job is None:
@@ -162,8 +171,6 @@ class Jobs:
             )
 
         try:
-            if self._embedder is None:
-                self._embedder = make_embedder(self._core.settings)
             report = self._work_of(job, folder)(progress)
             progress("", report)
             job.summary, job.state = report.summary(), "done"
@@ -183,10 +190,18 @@ class Jobs:
             else:
                 log.warning("job failed: %s seconds=%.1f error=%r", what, seconds, job.error)
 
+    def _jobs_embedder(self) -> Embedder:
+        """The embedder the workers share, made by the first job that needs it."""
+        with self._embedder_lock:
+            if self._embedder is None:
+                self._embedder = make_embedder(self._core.settings)
+            return self._embedder
+
     def _work_of(self, job: JobRow, folder: Path) -> Callable[..., IngestReport]:
+        embedder = self._jobs_embedder()
         if job.kind == "sync":
             return lambda progress: self._core.sync(
-                job.source, trigger=job.trigger, embedder=self._embedder, progress=progress
+                job.source, trigger=job.trigger, embedder=embedder, progress=progress
             )
         upload = folder / "upload.zip"
         with self._db() as conn, upload.open("wb") as out:
@@ -196,7 +211,7 @@ class Jobs:
             str(upload),
             source=job.source,
             base_url=job.base_url,
-            embedder=self._embedder,
+            embedder=embedder,
             progress=progress,
             trigger="upload",
             uploaded=True,

@@ -3,7 +3,9 @@ database queues, takes and reports jobs here, so a job outlives the server that 
 
 A server takes a queued job with FOR UPDATE SKIP LOCKED and holds a lease it renews while the job
 runs; a job whose lease ran out (its server died) is queued again, once, then failed with the reason.
-One sync per source waits at a time: a sync asked for meanwhile is that one (a unique index)."""
+One sync per source waits at a time: a sync asked for meanwhile is that one (a unique index). No
+job of a source is taken while another of it runs, on any server: one stuck on a slow site holds
+its own source's jobs back, and no server's workers."""
 
 from __future__ import annotations
 
@@ -15,6 +17,13 @@ import psycopg
 from psycopg.rows import kwargs_row
 
 MAX_ATTEMPTS = 2  # a job whose server died is run once more, then failed
+# A job's error when its server stopped renewing its lease, by what happens next.
+_STOPPED = {
+    "upload": "the server running it stopped; upload it again",
+    "again": "the server running it stopped; a new sync was queued",
+    "past": "the server running it stopped after the crawl had run past its deadline: not queued again, so a site "
+    "that hangs cannot hold sync after sync; the next push, schedule or POST /v1/sources/NAME/sync reads it",
+}
 UPLOAD_PART = 8 << 20  # bytes of an uploaded zip per row
 
 
@@ -84,31 +93,46 @@ def add_sync(conn: psycopg.Connection, job_id: str, source: str, trigger: str, l
     return job
 
 
-def take(conn: psycopg.Connection, owner: str, lease: float) -> JobRow | None:
-    """The oldest job due, now this owner's. First, the jobs whose server stopped renewing their
-    lease: an upload runs again (once), a sync is failed and asked for anew (the new one, coalesced
-    with any waiting, reads the source whole)."""
+def take(conn: psycopg.Connection, owner: str, lease: float, crawl_deadline: float) -> JobRow | None:
+    """The oldest job due whose source has none running, now this owner's. First, the jobs whose
+    server stopped renewing their lease: an upload runs again (once), a sync is failed and asked
+    for anew (the new one, coalesced with any waiting, reads the source whole), unless it was a
+    crawl that had run past its deadline (the source's own, else `crawl_deadline`): the site that
+    held it would hold the next one as long, so it waits for the next push or schedule."""
     with conn.transaction():
+        # One taker at a time across servers: each statement below then sees (READ COMMITTED) the
+        # jobs every earlier taker started, so no two jobs of one source ever run at once.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('pgcite:jobs:take', 0))")
         conn.execute(
             """UPDATE jobs SET state = 'queued', owner = NULL
                WHERE state = 'running' AND lease_until < now() AND kind = 'ingest' AND attempts < %s""",
             (MAX_ATTEMPTS,),
         )
+        # A crawl past its deadline: its server's last renewal (lease_until less a lease) came over
+        # the deadline after it started.
         stopped = conn.execute(
             """UPDATE jobs SET state = 'failed', finished_at = now(), owner = NULL,
-                   error = 'the server running it stopped' || CASE WHEN kind = 'sync'
-                           THEN '; a new sync was queued' ELSE '; upload it again' END
-               WHERE state = 'running' AND lease_until < now()
-               RETURNING source, kind, location, trigger"""
+                   error = CASE WHEN jobs.kind = 'ingest' THEN %(upload)s WHEN stopped.past THEN %(past)s
+                                ELSE %(again)s END
+               FROM (SELECT j.id, coalesce(j.kind = 'sync' AND s.location ~* '^https?://'
+                                           AND j.lease_until - j.started_at > make_interval(secs => %(lease)s
+                                               + coalesce((s.options ->> 'crawl_deadline')::float8, %(deadline)s)),
+                                           false) AS past
+                     FROM jobs j LEFT JOIN sources s ON s.name = j.source
+                     WHERE j.state = 'running' AND j.lease_until < now()) AS stopped
+               WHERE jobs.id = stopped.id
+               RETURNING jobs.source, jobs.location, jobs.trigger, jobs.kind = 'sync' AND NOT stopped.past""",
+            {"deadline": crawl_deadline, "lease": lease, **_STOPPED},
         ).fetchall()
-        for source, kind, location, trigger in stopped:
-            if kind == "sync":
+        for source, location, trigger, again in stopped:
+            if again:
                 add_sync(conn, uuid.uuid4().hex, source, trigger, location, 0)
         return _one(
             conn,
-            f"""UPDATE jobs SET state = 'running', owner = %(owner)s, attempts = attempts + 1,
+            f"""UPDATE jobs SET state = 'running', owner = %(owner)s, attempts = attempts + 1, started_at = now(),
                     lease_until = now() + make_interval(secs => %(lease)s)
-                WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND run_after <= now()
+                WHERE id = (SELECT id FROM jobs q WHERE state = 'queued' AND run_after <= now()
+                            AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.source = q.source AND r.state = 'running')
                             ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1)
                 RETURNING {_COLUMNS}""",
             {"owner": owner, "lease": lease},

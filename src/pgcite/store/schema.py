@@ -379,4 +379,10 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE documents ADD COLUMN position int;
     """,
+    # 25: when a job began to run (store/jobs_sql.py): a sync whose server stopped once it had run
+    # past its crawl's deadline is not queued again, so a site that hangs every sync cannot hold one
+    # over and over through restarts.
+    """
+    ALTER TABLE jobs ADD COLUMN started_at timestamptz;
+    """,
 ]

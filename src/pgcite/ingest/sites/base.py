@@ -183,6 +183,8 @@ class Site:
         # layout and configuration name none. A page's own is `language_of`.
         self.languages: tuple[str, ...] = ()
         self.default_language = ""
+        # What the site's configuration could not give (a file refused, left out), one line each.
+        self.problems: list[str] = []
         self._digests: dict[str, str] = {}  # site path -> sha256 of an included file, this run
 
     @classmethod
@@ -237,9 +239,9 @@ class Site:
         route base): "" for the default. Kept with each stored page, so a change re-routes them."""
         return ""
 
-    def split(self, site_path: str, text: str) -> tuple[str, dict[str, Any]]:
-        """(body, front matter) of a page's text."""
-        return split_front_matter(text)
+    def split(self, site_path: str, text: str, problems: list[str] | None = None) -> tuple[str, dict[str, Any]]:
+        """(body, front matter) of a page's text; front matter left out is said in `problems`."""
+        return split_front_matter(text, problems)
 
     def is_api(self, site_path: str) -> bool:
         """Whether the file is an OpenAPI or Swagger document rather than a page of markup."""
@@ -266,7 +268,7 @@ class Site:
             front_matter: dict[str, Any] = {"title": title}
             parsed = parse_body(body, front_matter, title, PLAIN)
         else:
-            body, front_matter = self.split(site_path, document.text)
+            body, front_matter = self.split(site_path, document.text, includes.problems)
             body = self.prepare(body, includes)
             parsed = parse_body(
                 body, front_matter, self.fallback_title(site_path, front_matter), self.dialect_for(site_path)

@@ -63,6 +63,7 @@ class Hugo(Site):
     def __init__(self, files: Files) -> None:
         super().__init__(files)
         self.config = read_config(files)
+        self.problems += self.config.problems
         self.base_url = self.config.base_url
         self.languages = self.config.languages
         self.default_language = self.config.default_language

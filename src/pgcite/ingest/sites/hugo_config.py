@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from pgcite.ingest import bounded_yaml
 from pgcite.ingest.sites.base import Files
 from pgcite.ingest.sites.languages import language_tag
 
@@ -49,6 +50,7 @@ class HugoConfig:
     cascade: tuple[dict[str, Any], ...] = ()
     themes: tuple[str, ...] = ()
     math: tuple[tuple[str, str], ...] = ()  # goldmark passthrough block delimiters, when enabled
+    problems: tuple[str, ...] = ()  # configuration files left out, one line each
 
     def ugly_for(self, section: str) -> bool:
         if isinstance(self.ugly, dict):
@@ -56,14 +58,17 @@ class HugoConfig:
         return self.ugly
 
 
-def _load(name: str, text: str) -> dict[str, Any]:
+def _load(name: str, text: str, problems: list[str]) -> dict[str, Any]:
     try:
         if name.endswith(".toml"):
             data: object = tomllib.loads(text)
         elif name.endswith(".json"):
             data = json.loads(text)
         else:
-            data = yaml.safe_load(text)
+            data = bounded_yaml.load(text)  # lower_keys walks it all: a "billion laughs" would fill memory
+    except bounded_yaml.Refused as err:
+        problems.append(f"{name} left out: {err}")
+        return {}
     except (tomllib.TOMLDecodeError, ValueError, yaml.YAMLError, RecursionError):
         return {}
     return lower_keys(data) if isinstance(data, dict) else {}
@@ -86,24 +91,25 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _read_first(files: Files, names: tuple[str, ...]) -> dict[str, Any] | None:
+def _read_first(files: Files, names: tuple[str, ...], problems: list[str]) -> dict[str, Any] | None:
     for name in names:
         try:
-            return _load(name, files.read(name))
+            return _load(name, files.read(name), problems)
         except OSError:
             continue
     return None
 
 
-def load_config(files: Files) -> dict[str, Any]:
-    """The merged configuration, every key lower-cased ({} when there is none)."""
-    config = _read_first(files, CONFIG_FILES) or {}
+def load_config(files: Files, problems: list[str]) -> dict[str, Any]:
+    """The merged configuration, every key lower-cased ({} when there is none); a file refused is
+    left out, and said in `problems`."""
+    config = _read_first(files, CONFIG_FILES, problems) or {}
     exts = ("toml", "yaml", "yml", "json")
     for folder in CONFIG_DIRS:
         for stem in ("hugo", "config"):
-            config = _merge(config, _read_first(files, tuple(f"{folder}/{stem}.{e}" for e in exts)) or {})
+            config = _merge(config, _read_first(files, tuple(f"{folder}/{stem}.{e}" for e in exts), problems) or {})
         for key in _KEY_FILES:
-            data = _read_first(files, tuple(f"{folder}/{key}.{e}" for e in exts))
+            data = _read_first(files, tuple(f"{folder}/{key}.{e}" for e in exts), problems)
             if data is None:
                 continue
             # The root key is unwrapped when it is the file's only key (`[module]` in module.toml).
@@ -209,7 +215,8 @@ def _merge_roots(roots: list[Root]) -> list[Root]:
 
 
 def read_config(files: Files) -> HugoConfig:
-    config = load_config(files)
+    problems: list[str] = []
+    config = load_config(files, problems)
     keys, settings, default = _languages(config)
     named = bool(keys) or "defaultcontentlanguage" in config
     keys = [default, *(k for k in keys if k != default)]  # the default first, configured or not
@@ -247,6 +254,7 @@ def read_config(files: Files) -> HugoConfig:
         math=tuple(
             (str(p[0]), str(p[1])) for p in blocks or [] if isinstance(p, list) and len(p) == 2 and p[0] and p[1]
         ),
+        problems=tuple(problems),
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from pgcite.ingest.markdown import split_front_matter
+from pgcite.ingest.markdown import load_front_matter, split_front_matter
 from pgcite.ingest.sites.hugo_config import lower_keys
 
 __all__ = ["Entry", "Tree", "front_matter", "glob_matches", "hidden_globs", "logical_parts"]
@@ -52,13 +52,11 @@ _FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def front_matter(text: str) -> tuple[str, dict[str, Any]]:
     """(body, front matter with keys lower-cased), as markdown.split_front_matter reads them; YAML
-    without anchors goes through libyaml, since every page's front matter is read twice."""
+    goes through libyaml where it is installed, since every page's front matter is read twice (the
+    page's render says why one is left out)."""
     match = _YAML.match(text)
-    if match and not re.search(r"(?:^|[\s\[{,])[&*]\w", match[1]):
-        try:
-            data = yaml.load(match[1], Loader=_FAST_LOADER)  # a safe loader, C or Python
-        except (yaml.YAMLError, RecursionError):
-            data = None
+    if match:
+        data = load_front_matter(match[1], loader_class=_FAST_LOADER)
         return text[match.end() :], lower_keys(data) if isinstance(data, dict) else {}
     body, data = split_front_matter(text)
     return body, lower_keys(data)

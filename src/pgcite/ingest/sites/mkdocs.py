@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from pgcite.ingest import markup
+from pgcite.ingest import bounded_yaml, markup
 from pgcite.ingest.anchors import PYTHON_MARKDOWN
 from pgcite.ingest.markdown import Dialect
 from pgcite.ingest.sites.base import Includes, Site, code_fence, fence_language, indent_lines, select_lines
@@ -235,7 +235,10 @@ class MkDocs(Site):
     def _config(self) -> tuple[str, Mapping[str, Any]]:
         for name in self.markers:
             try:
-                data = yaml.load(self.files.read(name), Loader=_ConfigLoader)
+                data = bounded_yaml.load(self.files.read(name), _ConfigLoader)
+            except bounded_yaml.Refused as err:
+                self.problems.append(f"{name} left out, the defaults taken: {err}")
+                return name, {}
             except (OSError, yaml.YAMLError):
                 continue
             return name, data if isinstance(data, dict) else {}

@@ -44,6 +44,8 @@ def _load(text: str, path: str) -> dict[str, Any]:
     try:
         # YAML's aliases bounded: a "billion laughs" would be expanded by whatever reads it next.
         spec = json.loads(text) if path.lower().endswith(".json") else bounded_yaml.load(text)
+    except bounded_yaml.TooManyAliases as err:
+        raise bounded_yaml.TooManyAliases(f"{err}, or share them with $ref") from None
     except bounded_yaml.Refused:
         raise
     except RecursionError:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from pgcite.ingest import bounded_yaml
 from pgcite.ingest.sites.base import code_fence
 
 __all__ = ["Call", "expand"]
@@ -201,10 +202,12 @@ def _format(code: str) -> str:
         except ValueError:
             pass
     try:
-        yaml.safe_load(code)
-        return "yaml"
+        bounded_yaml.load(code)
+    except bounded_yaml.Refused:
+        pass  # YAML all the same: only its aliases' expansion is refused, and nothing is built from it
     except yaml.YAMLError:
         return ""
+    return "yaml"
 
 
 def _code_span(code: str) -> str:

@@ -68,7 +68,7 @@ class Sphinx(Site):
         self.suffixes = self._suffixes()
         self.base_url = str(self.conf.get("html_baseurl") or "")
         self.page_suffix = str(self.conf.get("html_file_suffix") or ".html")
-        self.dirhtml = (builder or read_the_docs_builder(files)) == "dirhtml"
+        self.dirhtml = (builder or read_the_docs_builder(files, self.problems)) == "dirhtml"
         root = self.conf.get("root_doc") or self.conf.get("master_doc") or "index"
         self.outline = Outline(files, self.suffixes, str(root))
         if tag := language_tag(self.conf.get("language")):
@@ -122,9 +122,9 @@ class Sphinx(Site):
         folder = stem[: -len("index")] if stem == "index" or stem.endswith("/index") else stem + "/"
         return folder  # dirhtml: guide/install/, guide/index -> guide/
 
-    def split(self, site_path: str, text: str) -> tuple[str, dict[str, Any]]:
+    def split(self, site_path: str, text: str, problems: list[str] | None = None) -> tuple[str, dict[str, Any]]:
         """reStructuredText has no front matter: a leading `---` is a title's overline."""
-        return super().split(site_path, text) if site_path.endswith(".md") else (text, {})
+        return super().split(site_path, text, problems) if site_path.endswith(".md") else (text, {})
 
     def prepare(self, body: str, includes: Includes) -> str:
         if includes.page.endswith(".md"):

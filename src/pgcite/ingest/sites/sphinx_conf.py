@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from pgcite.errors import SourceError
+from pgcite.errors import SourceError, first_line
 from pgcite.ingest import bounded_yaml
 from pgcite.ingest.folder import FolderSource
 from pgcite.ingest.sites.base import Files
@@ -112,16 +112,23 @@ def _listed(value: ast.expr) -> list[ast.Constant]:
     ]
 
 
-def read_the_docs_builder(files: Files) -> str:
+def read_the_docs_builder(files: Files, problems: list[str]) -> str:
     """The builder Read the Docs runs (`sphinx: builder:` in .readthedocs.yaml, or the builder of
     a `sphinx-build` in its `build: jobs: build: html:` or its `build: commands:`), from the nearest
     settings file in the folder of conf.py or above it, up to the root of what pgcite may read (the
-    project's root, where Read the Docs keeps it; never above); "html" when none says."""
+    project's root, where Read the Docs keeps it; never above); "html" when none says. A settings
+    file that cannot be read as YAML is passed over, and said in `problems`."""
     for up in range(_levels_readable(files) + 1):
         for name in _READ_THE_DOCS:
+            path = "../" * up + name
             try:
-                settings = bounded_yaml.load(files.read("../" * up + name))
-            except (OSError, ValueError, yaml.YAMLError):
+                settings = bounded_yaml.load(files.read(path))
+            except OSError:
+                continue
+            except (ValueError, yaml.YAMLError) as err:  # bounded_yaml.Refused is a ValueError
+                problems.append(
+                    f"{path} left out ({first_line(err)}): read as if absent; --sphinx-builder says the builder"
+                )
                 continue
             return _builder(settings)
     return "html"
