@@ -176,3 +176,32 @@ def test_a_crawl_whose_server_stopped_past_its_deadline_is_not_queued_again(core
                                       "not queued again")
     assert errors["slowish1"] == errors["folder1"] == "the server running it stopped; a new sync was queued"
     assert queued == ["slowish", "widgets"]
+
+
+def test_a_server_that_stops_mid_sync_hands_the_job_over_at_once(settings, embedder, tmp_path: Path):
+    """It did not: a stopping server waited for its running jobs to end (a crawl of slow pages, up to
+    its deadline), renewing their leases meanwhile, so no other server could take them over."""
+    (tmp_path / "site").mkdir()
+    slow = [f"slow{n}.html" for n in range(40)]
+    (tmp_path / "site" / "index.html").write_text(
+        '<html lang="en"><body><main><h1>Slow site</h1><p>Every page of this site is slow.</p>'
+        + "".join(f'<a href="{page}">{page}</a>' for page in slow) + "</main></body></html>")
+    for page in slow:
+        (tmp_path / "site" / page).write_text(
+            f'<html lang="en"><body><main><h1>{page}</h1><p>This page is served slowly.</p></main></body></html>')
+    with serving(CrawledSite(tmp_path / "site")) as site, Pgcite(settings, embedder=embedder) as first:
+        first.ingest(site.url, source="slowsite", crawl_page_deadline=3.0)  # kept for its syncs
+        key = first.create_key("handover-admin", admin=True)
+        for page in slow:  # each now takes its page deadline, then is skipped: 30 s for the crawl
+            site.routes[f"/docs/{page}"] = dripping(b'<html lang="en"><body><main><h1>Slow</h1><p>', 0.5)
+        with running(first) as url:
+            job = call(url, "/v1/sources/slowsite/sync", b"", key=key).body["job"]["id"]
+            _wait_for(url, key, job, "running", timeout=SYNC_SETTLE + 15)
+        stopped = time.monotonic()
+        with Pgcite(settings, embedder=embedder) as second, running(second) as other:
+            while _state(other, key, job) == "running" and time.monotonic() < stopped + 25:
+                time.sleep(0.2)
+            taken_over = time.monotonic() - stopped
+            row = call(other, f"/v1/jobs/{job}", key=key).body["job"]
+    assert row["state"] == "failed" and "the server running it stopped; a new sync was queued" in row["error"], row
+    assert taken_over < 12, taken_over  # a page deadline, then the next server's look

@@ -3,7 +3,7 @@ the database shares them: a job accepted by one is run by whichever takes it fir
 server (`job_workers` threads), on an embedder of their own (searches keep the warm model). No two
 jobs of one source run at once on any server, so a sync stuck on a slow site holds one worker and
 its own source's jobs, never another source's. A job outlives a server that dies: its lease runs out
-and another server takes it over.
+and another server takes it over; a server that stops hands its running jobs over at once.
 
 A sync asked for while one of the same source waits to start is that one: a burst of pushes makes
 one sync, and one asked for during a sync runs once after it. A scheduler thread asks for the
@@ -30,7 +30,7 @@ import psycopg
 from pgcite.core import Pgcite
 from pgcite.embedding.models import Embedder, make_embedder
 from pgcite.errors import PgciteError, first_line
-from pgcite.ingest.report import IngestReport
+from pgcite.ingest.report import IngestInterrupted, IngestReport
 from pgcite.store import Store, jobs_sql, sync_rows
 from pgcite.store.health import DatabaseDown
 from pgcite.store.jobs_sql import JobRow
@@ -123,7 +123,8 @@ class Jobs:
         return job
 
     def close(self) -> None:
-        """Stop taking jobs; the running ones finish. Queued ones stay for the next server to take."""
+        """Stop taking jobs. A running one stops after the page it is reading (a crawl's within its page
+        deadline) and is handed over, its lease ended; queued ones stay for the next server to take."""
         self._closing.set()
         for worker in self._workers:
             worker.join()
@@ -163,17 +164,25 @@ class Jobs:
         renewer.start()
         folder = temporary_folder()
 
-        def progress(path: str, report: IngestReport) -> None:
+        def counted(report: IngestReport) -> None:
             job.files_read, job.chunks_embedded, job.chunks_reused = (
                 report.files_read,
                 report.chunks_embedded,
                 report.chunks_reused,
             )
 
+        def progress(path: str, report: IngestReport) -> None:
+            counted(report)
+            if self._closing.is_set():  # the ingest ends as Ctrl-C ends it: each file stored whole or not at all
+                raise KeyboardInterrupt
+
+        handed_over = False
         try:
             report = self._work_of(job, folder)(progress)
-            progress("", report)
+            counted(report)
             job.summary, job.state = report.summary(), "done"
+        except IngestInterrupted:  # this server is stopping: the next server to look takes the job over
+            handed_over = True
         except PgciteError as exc:
             job.error, job.state = str(exc), "failed"
         except Exception as exc:  # a job never takes the server down; the state says what happened
@@ -183,6 +192,10 @@ class Jobs:
             done.set()
             renewer.join()
             shutil.rmtree(folder, ignore_errors=True)
+            if handed_over:
+                self._hand_over(job)
+                log.info("job handed over: %s (this server is stopping)", what)
+                return
             self._finish(job)
             seconds = time.time() - job.created_at
             if job.state == "done":
@@ -223,6 +236,12 @@ class Jobs:
             # A missed renewal: the next one makes up for it, or the lease runs out and says why.
             with contextlib.suppress(PgciteError, psycopg.Error), self._db() as conn:
                 jobs_sql.renew(conn, job, self.owner, lease)
+
+    def _hand_over(self, job: JobRow) -> None:
+        """End the job's lease now: whichever server looks next takes it over as it would a dead
+        server's (an upload runs again, a sync is asked for anew), without waiting out the lease."""
+        with contextlib.suppress(PgciteError, psycopg.Error), self._db() as conn:  # else the lease runs out
+            jobs_sql.renew(conn, job, self.owner, 0)
 
     def _finish(self, job: JobRow) -> None:
         job.finished_at = time.time()
