@@ -233,6 +233,22 @@ def test_a_question_the_database_cannot_record_is_not_deferred(signer: Signer, f
     assert fake.original(sent["token"]) is None and not fake.calls_of("edit", sent["token"])
 
 
+def test_a_click_the_database_cannot_record_says_so_without_saying_where_the_database_is(
+        base: str, signer: Signer, fake: FakeDiscord, core: Pgcite, settings, admin_dsn: str):
+    """The asker saw "Not recorded: cannot connect to PostgreSQL at HOST:PORT ...": where the database
+    is, for anyone in the channel. The operators' log has it; the chat is told what to do."""
+    sent = ask("Which command installs widgets? (a click while the database is down)")
+    send(base, signer, sent)
+    down = custom_ids(answered(fake, sent["token"]))[1]
+    with (Pgcite(dataclasses.replace(settings, **discord_of(fake, signer)), embedder=core.embedder) as app,
+          running(app) as url, refusing_connections(settings.database_url, admin_dsn)):
+        reply = send(url, signer, interaction(3, {"custom_id": down, "component_type": 2}, user="5004"))
+    assert reply.status == 200, (reply.status, reply.text)
+    shown = reply.body["data"]["content"].replace("\\", "")  # Discord's Markdown escapes
+    assert reply.body["type"] == 4 and reply.body["data"]["flags"] == 64, reply.body
+    assert shown == "Not recorded: pgcite's database is not answering; try again in a moment", shown
+
+
 def test_a_channel_reads_only_the_sources_it_is_mapped_to(base: str, signer: Signer, fake: FakeDiscord,
                                                           core: Pgcite):
     sent = ask("What is the default spin rate?", channel=GADGET_CHANNEL)

@@ -47,6 +47,14 @@ def record(write: Callable[[], T], what: str, then: str) -> T:
     raise NotRecorded(f"{what} was not recorded: the database did not take it ({reason}); {then}")
 
 
+def for_chat(exc: BaseException) -> str:
+    """A failure as a chat's user is told it: a database that is down is said without where it is
+    (the server's log has that, for its operators)."""
+    if isinstance(exc, PgciteError) and exc.kind == "unavailable":
+        return "pgcite's database is not answering; try again in a moment"
+    return first_line(exc)
+
+
 def take(core: Pgcite, pending: chat_sql.Pending, then: str) -> chat_sql.Pending | None:
     """The delivery recorded as this server's before the platform has its response: it, held; None
     when it was taken before (a second delivery). NotRecorded when the database cannot take it."""
@@ -91,7 +99,8 @@ def answer(
     except LeaseLost:
         raise
     except PgciteError as exc:
-        return str(exc)
+        log.info("%s: no answer in %s: %s", origin.channel, origin.key, first_line(exc))
+        return for_chat(exc)
     except Exception as exc:  # the chat gets one line, the log the details
         log.exception("%s: answering in %s failed", origin.channel, origin.key)
         return f"pgcite could not answer ({exc.__class__.__name__}); the server log has the details"

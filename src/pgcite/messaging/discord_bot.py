@@ -169,7 +169,7 @@ class DiscordBot:
             self.core.rate(answer_id, rating, allowed=scope.sources)
         except PgciteError as exc:
             log.warning("discord: a rating not recorded: %s", first_line(exc))
-            return _reply(f"Not recorded: {first_line(exc)}")
+            return _reply(f"Not recorded: {bots.for_chat(exc)}")
         return {"type": SHOW_MODAL, "data": render.comment_modal(answer_id, rating)}
 
     def _comment(self, interaction: dict) -> dict:
@@ -183,7 +183,7 @@ class DiscordBot:
             try:
                 self.core.rate(answer_id, rating, comment[: render.COMMENT_CHARS], allowed=scope.sources)
             except PgciteError as exc:
-                return _reply(f"The comment was not saved: {first_line(exc)}")
+                return _reply(f"The comment was not saved: {bots.for_chat(exc)}")
         return _reply("Thanks: the docs team will see it." if comment else "Thanks.")
 
     def _scope_of_click(self, interaction: dict) -> Scope | None:

@@ -298,7 +298,7 @@ class SlackBot:
             try:
                 self.core.rate(meta["answer"], meta["rating"], comment[: render.COMMENT_CHARS], allowed=scope.sources)
             except (PgciteError, KeyError) as exc:
-                ack(response_action="errors", errors={render.COMMENT: first_line(exc)[:150]})
+                ack(response_action="errors", errors={render.COMMENT: bots.for_chat(exc)[:150]})
                 return
         ack()
 
