@@ -47,7 +47,7 @@ HOSTILE = {
                  "```html\n<script>window.__pwned = 1</script>\n<img src=x onerror=\"window.__pwned=2\">\n```\n\n"
                  "A link such as [click](javascript:window.__pwned=3) is shown as text too and never followed; "
                  "one whose text is code, such as [`render_markup()`](https://notes.example.com/api), shows "
-                 "its code.\n",
+                 "its code. An escaped tag, form.\\<NAME>.data, shows its brackets and no backslash.\n",
     "backups.md": "# Backups\n\n## Nightly backups\n\nThe server takes a backup every night at 02:00 and keeps the "
                   "last 14 backups.\n",
 }
@@ -219,6 +219,7 @@ def test_ask_read_the_cited_section_rate_the_answer_and_meet_a_refusal(browser, 
         assert link.first.inner_text() == "click" and link.first.get_attribute("title") == "javascript:window.__pwned=3"
         assert link.nth(1).locator("code").inner_text() == "render_markup()"  # not its Markdown source
         assert text.locator("script, img").count() == 0
+        assert "An escaped tag, form.<NAME>.data, shows its brackets" in text.inner_text()  # as Markdown shows it
         shot(page, "5-hostile-section")
         assert page.evaluate("window.__pwned") is None
         assert not [h for h in hrefs(page) if not re.match(r"https?://|#|\./", h)]

@@ -93,6 +93,8 @@
   const CITES = /\[[1-9]\d*(?:\s*,\s*[1-9]\d*)*\]/g;
   // `code`, **strong**, [text](link) (in a section, shown as its text: a document's links are data) and [n].
   const INLINE = /`([^`\n]+)`|\*\*([^*\n]+)\*\*|\[([^\]\n]+)\]\(([^)\s]*)\)|\[([1-9]\d*(?:\s*,\s*[1-9]\d*)*)\]/g;
+  // CommonMark's backslash escapes (`\<NAME>`, `\*`): the character, as a Markdown renderer shows it.
+  const ESCAPED = /\\([!-\/:-@[-`{-~])/g;
   const startsBlock = (line) => FENCE.test(line) || ITEM.test(line) || HEADING.test(line);
 
   // ctx: {cite(n) -> node, marks: [{sentence, note, found}]}; without cite, [n] stays text.
@@ -191,7 +193,7 @@
       const range = ranges.find((r) => token.start >= r.start && token.start < r.end) || null;
       if (group && group.range !== range) closeGroup();
       if (range && !group) group = { range, node: el("mark", { class: "flagged" }) };
-      const made = token.kind === "text" ? [document.createTextNode(raw.slice(token.start, token.end))]
+      const made = token.kind === "text" ? [document.createTextNode(raw.slice(token.start, token.end).replace(ESCAPED, "$1"))]
         : token.kind === "code" ? [el("code", { text: token.value })]
         : token.kind === "strong" ? [el("strong", { text: token.value })]
         : token.kind === "link" ? [el("span", { class: "doc-link", title: token.target }, linkText(token.value))]

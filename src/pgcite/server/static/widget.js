@@ -279,11 +279,13 @@
     });
     into.replaceChildren(...blocks);
   }
+  // CommonMark's backslash escapes (`\<NAME>`): the character, as a Markdown renderer shows it.
+  const ESCAPED = /\\([!-\/:-@[-`{-~])/g;
   function inline(text, byNumber) {
     const out = [];
     let last = 0;
     for (const m of text.matchAll(/`([^`]+)`|\[([1-9]\d*)\]/g)) {
-      out.push(text.slice(last, m.index));
+      out.push(text.slice(last, m.index).replace(ESCAPED, "$1"));
       if (m[1] != null) out.push(el("code", { text: m[1] }));
       else {
         const source = byNumber.get(Number(m[2]));
@@ -293,7 +295,7 @@
       }
       last = m.index + m[0].length;
     }
-    out.push(text.slice(last));
+    out.push(text.slice(last).replace(ESCAPED, "$1"));
     return out;
   }
 
