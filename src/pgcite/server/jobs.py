@@ -194,14 +194,15 @@ class Jobs:
             shutil.rmtree(folder, ignore_errors=True)
             if handed_over:
                 self._hand_over(job)
-                log.info("job handed over: %s (this server is stopping)", what)
-                return
-            self._finish(job)
-            seconds = time.time() - job.created_at
-            if job.state == "done":
-                log.info("job done: %s seconds=%.1f summary=%r", what, seconds, job.summary)
             else:
-                log.warning("job failed: %s seconds=%.1f error=%r", what, seconds, job.error)
+                self._finish(job)
+        seconds = time.time() - job.created_at
+        if handed_over:
+            log.info("job handed over: %s (this server is stopping)", what)
+        elif job.state == "done":
+            log.info("job done: %s seconds=%.1f summary=%r", what, seconds, job.summary)
+        else:
+            log.warning("job failed: %s seconds=%.1f error=%r", what, seconds, job.error)
 
     def _jobs_embedder(self) -> Embedder:
         """The embedder the workers share, made by the first job that needs it."""
