@@ -182,6 +182,17 @@ def test_angle_brackets_in_rst_text_are_read_as_the_page_shows_them(tmp_path: Pa
     assert "Write \\<b>x\\</b> \\&amp; y." in body  # a tag and an entity in reST are text too
 
 
+def test_a_myst_code_block_shows_its_caption_and_no_option_lines(tmp_path: Path) -> None:
+    """Click's testing page: ```{code-block} python, `:caption: hello.py`, a blank line, then the code.
+    The blank line was the code's first line and the caption was lost."""
+    (tmp_path / "conf.py").write_text('project = "x"\nextensions = ["myst_parser"]\n')
+    (tmp_path / "testing.md").write_text(
+        "# Testing\n\n```{code-block} python\n:caption: hello.py\n:linenos:\n\nimport click\n```\n"
+    )
+    _, pages = read_site(tmp_path)
+    assert "**hello.py**\n\n```python\nimport click\n```" in text(pages["testing.md"]), text(pages["testing.md"])
+
+
 def test_an_include_outside_the_project_is_left_out_and_said(tmp_path: Path) -> None:
     (tmp_path / "secret.txt").write_text("password=hunter2\n")
     project = tmp_path / "docs"

@@ -152,7 +152,9 @@ _FENCE = re.compile(
     r"(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$",
     re.MULTILINE | re.DOTALL,
 )
-_OPTION = re.compile(r"\A(?:[ \t]*:[\w-]+:[^\n]*\n)+")
+# A directive's options (`:caption: hello.py` lines) and the blank line that may end them: not content.
+_OPTIONS = re.compile(r"\A(?:[ \t]*:[\w-]+:[^\n]*\n)+(?:[ \t]*\n)?")
+_OPTION = re.compile(r"^[ \t]*:(?P<key>[\w-]+):[ \t]*(?P<value>[^\n]*)$", re.MULTILINE)
 _MYST_ROLE = re.compile(r"\{(?P<name>[\w:.+-]+)\}`(?P<text>[^`]+)`")
 # `(label)=` over a heading: the label is the id Sphinx's HTML links the section by.
 _LABELLED_HEADING = re.compile(
@@ -183,10 +185,12 @@ def _directive(
     match: re.Match[str], includes: Includes | None, outline: Outline | None, autodoc: list[str] | None
 ) -> str:
     name = match["name"].rsplit(":", 1)[-1]
-    text = _OPTION.sub("", match["body"], count=1)
+    options = _OPTIONS.match(match["body"])
+    text = match["body"][options.end() :] if options else match["body"]
     argument = match["argument"].strip()
-    if name in _MYST_CODE:
-        return code_fence(text, argument)
+    if name in _MYST_CODE:  # with its caption over it, as Sphinx shows it
+        caption = {m["key"]: m["value"] for m in _OPTION.finditer(options[0])}.get("caption", "") if options else ""
+        return code_fence(text, argument, caption.strip())
     if name == "eval-rst" and includes is not None:
         return _eval_rst(match, includes, outline, autodoc)
     if name in _MYST_ADMONITIONS:
